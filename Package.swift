@@ -1,0 +1,34 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Every Swift target runs async functions on the caller's executor unless they opt out: a loop-bound
+/// actor that awaits a runtime helper stays on its loop thread instead of hopping to the global pool.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+]
+
+let package = Package(
+    name: "wsload",
+    products: [
+        .executable(name: "wsload", targets: ["wsload"]),
+        .executable(name: "wsload-bench", targets: ["WSLoadBench"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+
+        .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "WSLoadCLI", dependencies: ["Runtime"], swiftSettings: swiftSettings),
+        .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "WSLoadBench",
+            dependencies: ["Runtime"],
+            path: "Benchmarks/WSLoadBench",
+            swiftSettings: swiftSettings
+        ),
+
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
+        .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI"]),
+    ]
+)

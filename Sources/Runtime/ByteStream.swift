@@ -1,0 +1,53 @@
+/// An ordered, reliable byte stream pinned to one event loop: TCP, or TLS over TCP.
+///
+/// Every method must be called on ``loop``'s thread: from an actor whose executor is that loop, or a
+/// task that prefers its ``EventLoop/taskExecutor``. A cancelled read, write or handshake closes the
+/// stream (cancellation is structural: no operation outlives its task).
+public protocol ByteStream: AnyObject, Sendable {
+    /// The loop this stream lives on.
+    var loop: EventLoop { get }
+
+    /// Appends at most `maxBytes` received bytes to `buffer`, waiting until at least one is available.
+    /// - Returns: the number of bytes appended; `0` means the peer finished sending (EOF).
+    func read(into buffer: inout [UInt8], maxBytes: Int) async throws -> Int
+
+    /// Sends `bytes` in order. Returns once they are handed to the kernel or queued below the
+    /// write high-water mark; above it the caller waits until the queue drains (backpressure).
+    func write(_ bytes: [UInt8]) async throws
+
+    /// Half-closes: flushes queued writes, then sends FIN (TLS: close_notify first). Reading continues.
+    func shutdownWrite() async throws
+
+    /// Closes at once; pending operations fail with `closed`. Idempotent; callable from any thread.
+    func close()
+}
+
+extension ByteStream {
+    /// Appends whatever is available (up to 64 KiB) to `buffer`; `0` means EOF.
+    public func read(into buffer: inout [UInt8]) async throws -> Int {
+        try await read(into: &buffer, maxBytes: 64 * 1024)
+    }
+
+    /// Reads until EOF or until `limit` bytes, whichever comes first.
+    public func readAll(limit: Int = 64 * 1024 * 1024) async throws -> [UInt8] {
+        var buffer: [UInt8] = []
+        while buffer.count < limit {
+            if try await read(into: &buffer, maxBytes: limit - buffer.count) == 0 { break }
+        }
+        return buffer
+    }
+
+    /// Reads exactly `count` bytes.
+    /// - Throws: `RuntimeError` with code `eof` if the stream ends first.
+    public func read(exactly count: Int) async throws -> [UInt8] {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(count)
+        while buffer.count < count {
+            if try await read(into: &buffer, maxBytes: count - buffer.count) == 0 {
+                throw RuntimeError(.endOfStream, function: "read(exactly:)",
+                                   detail: "stream ended after \(buffer.count) of \(count) bytes")
+            }
+        }
+        return buffer
+    }
+}

@@ -1,0 +1,94 @@
+import CLibUV
+import Glibc
+
+/// An IPv4 or IPv6 address with a port, as the kernel wants it (`sockaddr_storage`).
+public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The address family.
+    public enum Family: Sendable, Hashable { case ipv4, ipv6 }
+
+    private(set) var storage: sockaddr_storage
+
+    /// Parses a numeric IPv4 (`127.0.0.1`) or IPv6 (`::1`, brackets optional) address; no DNS.
+    public init(ip: String, port: Int) throws(RuntimeError) {
+        guard (0...65535).contains(port) else {
+            throw RuntimeError(.invalidArgument, function: "SocketAddress", detail: "port \(port) is out of range")
+        }
+        var host = ip
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        storage = sockaddr_storage()
+        let status = withUnsafeMutableBytes(of: &storage) { raw -> Int32 in
+            if host.contains(":") {
+                return uv_ip6_addr(host, Int32(port), raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self))
+            }
+            // uv_ip4_addr accepts shorthand such as "127.1"; require the dotted quad.
+            guard host.split(separator: ".", omittingEmptySubsequences: false).count == 4 else { return -1 }
+            return uv_ip4_addr(host, Int32(port), raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self))
+        }
+        guard status == 0 else {
+            throw RuntimeError(.invalidArgument, function: "SocketAddress", detail: "\"\(ip)\" is not an IP address")
+        }
+    }
+
+    init(copying address: UnsafePointer<sockaddr>) {
+        storage = sockaddr_storage()
+        let length = address.pointee.sa_family == sa_family_t(AF_INET6)
+            ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: length)) }
+    }
+
+    /// IPv4 or IPv6.
+    public var family: Family { Int32(storage.ss_family) == AF_INET6 ? .ipv6 : .ipv4 }
+
+    /// The port in host byte order.
+    public var port: Int {
+        withUnsafeBytes(of: storage) { raw in
+            family == .ipv6
+                ? Int(UInt16(bigEndian: raw.load(as: sockaddr_in6.self).sin6_port))
+                : Int(UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port))
+        }
+    }
+
+    /// The numeric host, e.g. `127.0.0.1` or `::1` (without brackets).
+    public var ip: String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        withUnsafeBytes(of: storage) { raw in
+            if family == .ipv6 {
+                var address = raw.load(as: sockaddr_in6.self)
+                _ = uv_ip6_name(&address, &buffer, buffer.count)
+            } else {
+                var address = raw.load(as: sockaddr_in.self)
+                _ = uv_ip4_name(&address, &buffer, buffer.count)
+            }
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The same address with another port.
+    public func withPort(_ port: Int) -> SocketAddress {
+        // The ip round-trips through our own formatting, so this cannot fail.
+        (try? SocketAddress(ip: ip, port: port)) ?? self
+    }
+
+    /// `127.0.0.1:80` or `[::1]:80`.
+    public var description: String { family == .ipv6 ? "[\(ip)]:\(port)" : "\(ip):\(port)" }
+
+    func withSockaddr<T, E: Error>(_ body: (UnsafePointer<sockaddr>) throws(E) -> T) throws(E) -> T {
+        let result = withUnsafeBytes(of: storage) { raw -> Result<T, E> in
+            do throws(E) {
+                return .success(try body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    public static func == (lhs: SocketAddress, rhs: SocketAddress) -> Bool {
+        lhs.family == rhs.family && lhs.port == rhs.port && lhs.ip == rhs.ip
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ip)
+        hasher.combine(port)
+    }
+}

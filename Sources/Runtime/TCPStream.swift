@@ -1,0 +1,368 @@
+import CLibUV
+import Glibc
+
+/// The libuv TCP handle behind a ``TCPConnection``; loop-confined.
+///
+/// Reading starts with the first `read` and continues into `received` until the reader falls
+/// `readHighWaterMark` bytes behind. Writes try `uv_try_write` first and queue only the remainder.
+final class TCPStream: LoopHandle, @unchecked Sendable {
+    let options: TCPOptions
+    var tcp: UnsafeMutablePointer<uv_tcp_t> { rawHandle.assumingMemoryBound(to: uv_tcp_t.self) }
+    var stream: UnsafeMutablePointer<uv_stream_t> { rawHandle.assumingMemoryBound(to: uv_stream_t.self) }
+
+    /// Why the stream was closed; what pending and later operations fail with.
+    private var closeReason: (any Error)?
+    private var isResetOnClose = false
+
+    private var received: [UInt8] = []
+    private var receivedStart = 0
+    private var isReading = false
+    private var readEnd: RuntimeError?
+    private var readWaiter: CheckedContinuation<Void, any Error>?
+
+    private var queuedWriteBytes = 0
+    private var writeFailure: RuntimeError?
+    private var writeWaiters: [CheckedContinuation<Void, any Error>] = []
+
+    private var connectWaiter: CheckedContinuation<Void, any Error>?
+    private var connectTimer: TimerHandle?
+    private var shutdownWaiter: CheckedContinuation<Void, any Error>?
+
+    init(loop: EventLoop, options: TCPOptions) throws(RuntimeError) {
+        self.options = options
+        super.init(loop: loop, size: MemoryLayout<uv_tcp_t>.size)
+        try uvCheck(uv_tcp_init(loop.uvLoop, tcp), "uv_tcp_init")
+        didInitialize()
+        _ = uv_tcp_nodelay(tcp, options.isNoDelay ? 1 : 0)
+        if let keepAlive = options.keepAlive {
+            _ = uv_tcp_keepalive(tcp, 1, UInt32(max(1, keepAlive.roundedUpMilliseconds / 1000)))
+        }
+    }
+
+    var failure: any Error { closeReason ?? RuntimeError(.closed, function: "tcp", detail: "connection is closed") }
+
+    // MARK: Connect
+
+    func connect(to address: SocketAddress) async throws {
+        if let source = options.sourceAddress {
+            try source.withSockaddr { address throws(RuntimeError) in try uvCheck(uv_tcp_bind(tcp, address, 0), "uv_tcp_bind") }
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                guard !isClosing else { return continuation.resume(throwing: failure) }
+                let request = allocateZeroed(uv_connect_t.self)
+                request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+                let status = address.withSockaddr { address in
+                    uv_tcp_connect(request, tcp, address) { request, status in
+                        // libuv runs this before the handle's close callback, so the owner is alive.
+                        let owner = Unmanaged<TCPStream>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+                        request!.deallocate()
+                        owner.didConnect(status: status)
+                    }
+                }
+                if status < 0 {
+                    request.deallocate()
+                    return continuation.resume(throwing: RuntimeError(uvStatus: status, function: "uv_tcp_connect"))
+                }
+                connectWaiter = continuation
+                loop.operationStarted()
+                if let timeout = options.connectTimeout {
+                    let timer = TimerHandle(loop: loop)
+                    connectTimer = timer
+                    timer.start(milliseconds: timeout.roundedUpMilliseconds) { [unowned self] in
+                        closeReason = RuntimeError(.timedOut, function: "connect",
+                                                   detail: "\(address) did not answer within \(timeout)")
+                        close()
+                    }
+                }
+            }
+        } onCancel: {
+            loop.perform { self.cancel() }
+        }
+    }
+
+    private func didConnect(status: Int32) {
+        connectTimer?.close()
+        connectTimer = nil
+        guard let waiter = connectWaiter else { return }
+        connectWaiter = nil
+        loop.operationEnded()
+        if status == 0 {
+            waiter.resume()
+        } else if isClosing {
+            waiter.resume(throwing: failure)
+        } else {
+            waiter.resume(throwing: RuntimeError(uvStatus: status, function: "uv_tcp_connect"))
+        }
+    }
+
+    // MARK: Read
+
+    func read(into buffer: inout [UInt8], maxBytes: Int) async throws -> Int {
+        while true {
+            let available = received.count - receivedStart
+            if available > 0 {
+                let count = min(available, maxBytes)
+                buffer.append(contentsOf: received[receivedStart..<(receivedStart + count)])
+                receivedStart += count
+                if receivedStart == received.count {
+                    // Keep a small buffer for the next read; give big ones back (idle connections stay small).
+                    received.removeAll(keepingCapacity: received.capacity <= 16 * 1024)
+                    receivedStart = 0
+                }
+                if !isReading && readEnd == nil && !isClosing { try startReading() }
+                return count
+            }
+            if let readEnd {
+                if readEnd.code == .endOfStream { return 0 }
+                throw readEnd
+            }
+            if isClosing { throw failure }
+            if readWaiter != nil {
+                throw RuntimeError(.invalidArgument, function: "read", detail: "another task is already reading")
+            }
+            if !isReading { try startReading() }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    if isClosing { return continuation.resume(throwing: failure) }
+                    readWaiter = continuation
+                    loop.operationStarted()
+                }
+            } onCancel: {
+                loop.perform { self.cancel() }
+            }
+        }
+    }
+
+    private func startReading() throws(RuntimeError) {
+        try uvCheck(uv_read_start(stream, { handle, _, buffer in
+            let scratch = EventLoop.from(handle!.pointee.loop).readScratch
+            buffer!.pointee = uv_buf_init(scratch.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(scratch.count))
+        }, { handle, count, _ in
+            Unmanaged<TCPStream>.fromOpaque(handle!.pointee.data).takeUnretainedValue().didRead(count: count)
+        }), "uv_read_start")
+        isReading = true
+    }
+
+    private func stopReading() {
+        if isReading {
+            uv_read_stop(stream)
+            isReading = false
+        }
+    }
+
+    private func didRead(count: Int) {
+        if count > 0 {
+            received.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<count]))
+            if received.count - receivedStart >= options.readHighWaterMark { stopReading() }
+        } else if count < 0 {
+            readEnd = RuntimeError(uvStatus: Int32(count), function: "read")
+            stopReading()
+        } else {
+            return
+        }
+        if let waiter = readWaiter {
+            readWaiter = nil
+            loop.operationEnded()
+            waiter.resume()
+        }
+    }
+
+    // MARK: Write
+
+    func write(_ bytes: [UInt8]) async throws {
+        if isClosing { throw failure }
+        if let writeFailure { throw writeFailure }
+        guard !bytes.isEmpty else { return }
+        var written = 0
+        if queuedWriteBytes == 0 {
+            let status = bytes.withUnsafeBytes { raw -> Int32 in
+                var buffer = uv_buf_init(
+                    UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)),
+                    UInt32(raw.count))
+                return uv_try_write(stream, &buffer, 1)
+            }
+            if status >= 0 {
+                written = Int(status)
+            } else if status != UV_EAGAIN.rawValue {
+                let error = RuntimeError(uvStatus: status, function: "uv_try_write")
+                writeFailure = error
+                throw error
+            }
+            if written == bytes.count { return }
+        }
+        try enqueueWrite(bytes[written...])
+        if queuedWriteBytes > options.writeHighWaterMark {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    if isClosing { return continuation.resume(throwing: failure) }
+                    if let writeFailure { return continuation.resume(throwing: writeFailure) }
+                    writeWaiters.append(continuation)
+                    loop.operationStarted()
+                }
+            } onCancel: {
+                loop.perform { self.cancel() }
+            }
+        }
+    }
+
+    /// One allocation: the `uv_write_t`, then the byte count, then a copy of the bytes.
+    private static let writeHeaderSize = (MemoryLayout<uv_write_t>.size + 15) & ~15 + 16
+
+    private func enqueueWrite(_ bytes: ArraySlice<UInt8>) throws(RuntimeError) {
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: Self.writeHeaderSize + bytes.count, alignment: 16)
+        memory.initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<uv_write_t>.size)
+        let payload = memory + Self.writeHeaderSize
+        bytes.withUnsafeBytes { payload.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        (memory + Self.writeHeaderSize - 16).storeBytes(of: bytes.count, as: Int.self)
+        let request = memory.assumingMemoryBound(to: uv_write_t.self)
+        request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        var buffer = uv_buf_init(payload.assumingMemoryBound(to: CChar.self), UInt32(bytes.count))
+        let status = uv_write(request, stream, &buffer, 1) { request, status in
+            let memory = UnsafeMutableRawPointer(request!)
+            let count = (memory + TCPStream.writeHeaderSize - 16).load(as: Int.self)
+            let owner = Unmanaged<TCPStream>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+            memory.deallocate()
+            owner.didWrite(count: count, status: status)
+        }
+        if status < 0 {
+            memory.deallocate()
+            let error = RuntimeError(uvStatus: status, function: "uv_write")
+            writeFailure = error
+            throw error
+        }
+        queuedWriteBytes += bytes.count
+    }
+
+    private func didWrite(count: Int, status: Int32) {
+        queuedWriteBytes -= count
+        if status < 0 && writeFailure == nil {
+            writeFailure = isClosing
+                ? (closeReason as? RuntimeError ?? RuntimeError(.closed, function: "uv_write"))
+                : RuntimeError(uvStatus: status, function: "uv_write")
+        }
+        if queuedWriteBytes <= options.writeLowWaterMark || writeFailure != nil {
+            resumeWriters()
+        }
+    }
+
+    private func resumeWriters() {
+        guard !writeWaiters.isEmpty else { return }
+        let waiters = writeWaiters
+        writeWaiters = []
+        for waiter in waiters {
+            loop.operationEnded()
+            if isClosing {
+                waiter.resume(throwing: failure)
+            } else if let writeFailure {
+                waiter.resume(throwing: writeFailure)
+            } else {
+                waiter.resume()
+            }
+        }
+    }
+
+    /// Bytes queued in user space for the kernel (excludes what `uv_try_write` already handed over).
+    var pendingWriteBytes: Int { queuedWriteBytes }
+
+    // MARK: Half-close and close
+
+    func shutdownWrite() async throws {
+        if isClosing { throw failure }
+        if let writeFailure { throw writeFailure }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                if isClosing { return continuation.resume(throwing: failure) }
+                let request = allocateZeroed(uv_shutdown_t.self)
+                request.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+                let status = uv_shutdown(request, stream) { request, status in
+                    let owner = Unmanaged<TCPStream>.fromOpaque(request!.pointee.data).takeUnretainedValue()
+                    request!.deallocate()
+                    owner.didShutdown(status: status)
+                }
+                if status < 0 {
+                    request.deallocate()
+                    return continuation.resume(throwing: RuntimeError(uvStatus: status, function: "uv_shutdown"))
+                }
+                shutdownWaiter = continuation
+                loop.operationStarted()
+            }
+        } onCancel: {
+            loop.perform { self.cancel() }
+        }
+    }
+
+    private func didShutdown(status: Int32) {
+        guard let waiter = shutdownWaiter else { return }
+        shutdownWaiter = nil
+        loop.operationEnded()
+        if status == 0 {
+            waiter.resume()
+        } else {
+            waiter.resume(throwing: isClosing ? failure : RuntimeError(uvStatus: status, function: "uv_shutdown"))
+        }
+    }
+
+    /// Closes because the awaiting task was cancelled: waiters get `CancellationError`.
+    func cancel() {
+        if closeReason == nil { closeReason = CancellationError() }
+        close()
+    }
+
+    /// Closes with an RST instead of a FIN (`SO_LINGER` 0), as a crashing peer would.
+    func reset() {
+        isResetOnClose = true
+        close()
+    }
+
+    override func willClose() {
+        if closeReason == nil {
+            closeReason = RuntimeError(.closed, function: "close", detail: "connection was closed locally")
+        }
+        connectTimer?.close()
+        connectTimer = nil
+        stopReading()
+        let error = failure
+        if let waiter = connectWaiter {
+            connectWaiter = nil
+            loop.operationEnded()
+            waiter.resume(throwing: error)
+        }
+        if let waiter = readWaiter {
+            readWaiter = nil
+            loop.operationEnded()
+            waiter.resume(throwing: error)
+        }
+        if let waiter = shutdownWaiter {
+            shutdownWaiter = nil
+            loop.operationEnded()
+            waiter.resume(throwing: error)
+        }
+        resumeWriters()
+        received = []
+        receivedStart = 0
+    }
+
+    override func closeHandle(_ callback: uv_close_cb) {
+        if isResetOnClose && uv_tcp_close_reset(tcp, callback) == 0 { return }
+        super.closeHandle(callback)
+    }
+
+    // MARK: Addresses
+
+    var localAddress: SocketAddress? { address(uv_tcp_getsockname) }
+    var remoteAddress: SocketAddress? { address(uv_tcp_getpeername) }
+
+    private func address(
+        _ query: (UnsafePointer<uv_tcp_t>?, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<Int32>?) -> Int32
+    ) -> SocketAddress? {
+        guard !isClosing else { return nil }
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutableBytes(of: &storage) { raw in
+            query(tcp, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+        }
+        guard status == 0 else { return nil }
+        return withUnsafeBytes(of: storage) { SocketAddress(copying: $0.baseAddress!.assumingMemoryBound(to: sockaddr.self)) }
+    }
+}

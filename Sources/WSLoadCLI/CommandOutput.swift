@@ -1,0 +1,37 @@
+import Glibc
+
+/// Where a command writes: standard output and standard error, replaceable in tests.
+public struct CommandOutput: Sendable {
+    public var writeOutput: @Sendable (String) -> Void
+    public var writeError: @Sendable (String) -> Void
+
+    public init(writeOutput: @escaping @Sendable (String) -> Void, writeError: @escaping @Sendable (String) -> Void) {
+        self.writeOutput = writeOutput
+        self.writeError = writeError
+    }
+
+    /// The process's stdout and stderr, unbuffered.
+    public static let standard = CommandOutput(
+        writeOutput: { writeAll(STDOUT_FILENO, $0) },
+        writeError: { writeAll(STDERR_FILENO, $0) }
+    )
+
+    /// Writes `text` followed by a newline to standard output.
+    public func print(_ text: String) { writeOutput(text + "\n") }
+    /// Writes `text` followed by a newline to standard error.
+    public func printError(_ text: String) { writeError(text + "\n") }
+}
+
+private func writeAll(_ descriptor: Int32, _ text: String) {
+    var bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return
+        }
+        offset += written
+    }
+    bytes.removeAll()
+}

@@ -1,0 +1,117 @@
+import Runtime
+import Synchronization
+import Testing
+
+/// A loop-bound actor holding a continuation that another task resumes: the pattern that broke actor
+/// atomicity with every drain strategy but the right one (RUNTIME-NOTES, "the executor trap").
+private actor Mailbox {
+    let loop: EventLoop
+    private var waiter: CheckedContinuation<Int, Never>?
+    private var isInside = false
+    private(set) var violations = 0
+
+    init(loop: EventLoop) { self.loop = loop }
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+    /// Hands `value` to whoever waits, then waits for the next value itself.
+    func exchange(_ value: Int) async -> Int {
+        if isInside { violations += 1 }
+        isInside = true
+        loop.preconditionInLoopThread()
+        let previous = waiter
+        waiter = nil
+        previous?.resume(returning: value)
+        isInside = false
+        return await withCheckedContinuation { continuation in
+            if isInside { violations += 1 }
+            if let other = waiter {
+                // Two waiters at once: pair them off immediately.
+                waiter = nil
+                other.resume(returning: value)
+                continuation.resume(returning: value)
+            } else {
+                waiter = continuation
+            }
+        }
+    }
+
+    func flush() {
+        waiter?.resume(returning: -1)
+        waiter = nil
+    }
+}
+
+extension EventLoop {
+    func preconditionInLoopThread() { precondition(inLoopThread, "not on \(self)") }
+}
+
+@Suite("Loop executor")
+struct ExecutorTests {
+    @Test("actor isolation holds under continuation ping-pong across loops")
+    func actorIsolationUnderStress() async throws {
+        try await withLoopGroup(loopCount: 2) { group in
+            let mailboxes = group.loops.map { Mailbox(loop: $0) }
+            await withTaskGroup(of: Void.self) { tasks in
+                for taskIndex in 0..<400 {
+                    tasks.addTask {
+                        for round in 0..<100 {
+                            let mailbox = mailboxes[(taskIndex + round) % mailboxes.count]
+                            _ = await mailbox.exchange(taskIndex)
+                        }
+                    }
+                }
+                // Waiters left at the end are released so every task finishes.
+                tasks.addTask {
+                    for _ in 0..<2000 {
+                        for mailbox in mailboxes { await mailbox.flush() }
+                        try? await Task.sleep(for: .milliseconds(1))
+                    }
+                }
+                await tasks.waitForAll()
+            }
+            for mailbox in mailboxes {
+                #expect(await mailbox.violations == 0)
+            }
+        }
+    }
+
+    @Test("tasks preferring a loop's task executor run on that loop's thread")
+    func taskExecutorPlacement() async throws {
+        try await withLoopGroup(loopCount: 2) { group in
+            for loop in group.loops {
+                let isOnLoop = try await onLoop(loop) { () async throws -> Bool in
+                    try await loop.sleep(for: .milliseconds(1))
+                    return loop.inLoopThread && EventLoop.current === loop
+                }
+                #expect(isOnLoop)
+            }
+            #expect(EventLoop.current == nil)
+        }
+    }
+
+    @Test("closures run in order, and submit returns values and errors")
+    func closureScheduling() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            let loop = group.loops[0]
+            let order = Mutex<[Int]>([])
+            for value in 0..<1000 {
+                loop.execute { order.withLock { $0.append(value) } }
+            }
+            let count = try await loop.submit { order.withLock { $0.count } }
+            #expect(count == 1000)
+            #expect(order.withLock { $0 } == Array(0..<1000))
+            await #expect(throws: RuntimeError.self) {
+                try await loop.submit { () throws -> Int in throw RuntimeError(.io, function: "test") }
+            }
+        }
+    }
+
+    @Test("work enqueued after shutdown is dropped and counted, not crashed on")
+    func workAfterShutdown() throws {
+        let loop = try EventLoop()
+        #expect(loop.shutdown() == 0)
+        loop.execute {}
+        #expect(loop.droppedWorkCount == 1)
+    }
+}

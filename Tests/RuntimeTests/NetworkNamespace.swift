@@ -1,0 +1,43 @@
+import Foundation
+
+/// A network namespace made for one test (`ip netns add`), configured by running commands inside it.
+struct NetworkNamespace {
+    let name: String
+    var path: String { "/run/netns/\(name)" }
+
+    struct SetupError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func create(commands: [String]) throws -> NetworkNamespace {
+        let namespace = NetworkNamespace(name: "wsload-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try run(["ip", "netns", "add", namespace.name])
+        do {
+            for command in commands {
+                try run(["ip", "netns", "exec", namespace.name] + command.split(separator: " ").map(String.init))
+            }
+        } catch {
+            namespace.delete()
+            throw error
+        }
+        return namespace
+    }
+
+    func delete() {
+        try? Self.run(["ip", "netns", "delete", name])
+    }
+
+    private static func run(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw SetupError(description: "\(arguments.joined(separator: " ")) failed: \(message)")
+        }
+    }
+}

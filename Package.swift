@@ -28,7 +28,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
+        .executableTarget(
+            name: "wsload-runtime-probe",
+            dependencies: ["Runtime"],
+            path: "Tests/RuntimeProbe",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "wsload-runtime-probe"]),
         .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI"]),
     ]
 )

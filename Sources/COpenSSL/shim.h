@@ -31,6 +31,7 @@ static inline long wsload_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode
 }
 
 static inline uint64_t wsload_SSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
+static inline uint64_t wsload_SSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
 
 static inline size_t wsload_BIO_pending(BIO *bio) { return (size_t)BIO_pending(bio); }
 

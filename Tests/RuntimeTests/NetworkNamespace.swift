@@ -5,10 +5,6 @@ struct NetworkNamespace {
     let name: String
     var path: String { "/run/netns/\(name)" }
 
-    struct SetupError: Error, CustomStringConvertible {
-        var description: String
-    }
-
     static func create(commands: [String]) throws -> NetworkNamespace {
         let namespace = NetworkNamespace(name: "wsload-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try run(["ip", "netns", "add", namespace.name])
@@ -28,16 +24,6 @@ struct NetworkNamespace {
     }
 
     private static func run(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw SetupError(description: "\(arguments.joined(separator: " ")) failed: \(message)")
-        }
+        try TestProcess.run(arguments)
     }
 }

@@ -1,0 +1,235 @@
+import COpenSSL
+
+/// TLS over a ``TCPConnection``, with OpenSSL driven through memory BIOs: ciphertext moves between
+/// the BIOs and the TCP stream on the loop thread, so TLS adds no threads and no blocking calls.
+///
+/// Create it with ``connect(over:context:serverName:)`` (client) or ``accept(over:context:)`` (server);
+/// both return after the handshake, with the peer verified unless the context is insecure.
+public final class TLSConnection: ByteStream {
+    public let loop: EventLoop
+    private let tcp: TCPConnection
+    nonisolated(unsafe) private let ssl: OpaquePointer
+    nonisolated(unsafe) private let input: OpaquePointer
+    nonisolated(unsafe) private let output: OpaquePointer
+    nonisolated(unsafe) private var sessionKey: Unmanaged<TLSSessionKey>?
+    nonisolated(unsafe) private var ciphertext: [UInt8] = []
+    nonisolated(unsafe) private var isShutdownSent = false
+    nonisolated(unsafe) private var readFailure: RuntimeError?
+
+    private init(tcp: TCPConnection, context: TLSContext) throws(RuntimeError) {
+        loop = tcp.loop
+        self.tcp = tcp
+        ERR_clear_error()
+        guard let ssl = SSL_new(context.context) else { throw tlsError(.tlsConfiguration, "SSL_new") }
+        guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw tlsError(.tlsConfiguration, "BIO_new")
+        }
+        // An empty input BIO means "wait for more", not EOF, until the TCP stream ends.
+        _ = wsload_BIO_set_mem_eof_return(input, -1)
+        SSL_set_bio(ssl, input, output)
+        self.ssl = ssl
+        self.input = input
+        self.output = output
+    }
+
+    deinit {
+        // SSL_free on a connection that never sent close_notify marks its session not resumable
+        // (ssl_clear_bad_session). Closing TCP without close_notify is how load clients end, and TLS 1.3
+        // does not require it, so keep the session unless the connection failed (fatal alerts already
+        // invalidate it).
+        if readFailure == nil { SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN) }
+        SSL_free(ssl)  // Frees both BIOs.
+        sessionKey?.release()
+    }
+
+    /// Connects TLS as a client over `tcp` and completes the handshake. Call on `tcp.loop`'s thread.
+    /// - Parameter serverName: the name to send as SNI and verify the certificate against (a DNS name
+    ///   or an IP address); defaults to the peer's IP.
+    /// - Throws: `RuntimeError` with code `tls_verify` (untrusted chain, name mismatch), `tls_handshake`,
+    ///   or the TCP error; `CancellationError`. The TCP connection is closed on failure.
+    public static func connect(
+        over tcp: TCPConnection, context: TLSContext, serverName: String? = nil
+    ) async throws -> TLSConnection {
+        precondition(context.role == .client, "TLSConnection.connect needs a client context")
+        let connection = try TLSConnection(tcp: tcp, context: context)
+        let name = serverName ?? tcp.remoteAddress?.ip ?? ""
+        SSL_set_connect_state(connection.ssl)
+        let isIPAddress = (try? SocketAddress(ip: name, port: 0)) != nil
+        if !name.isEmpty && !isIPAddress {
+            _ = wsload_SSL_set_tlsext_host_name(connection.ssl, name)
+        }
+        if !context.configuration.isInsecure && !name.isEmpty {
+            let status = isIPAddress
+                ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(connection.ssl), name)
+                : SSL_set1_host(connection.ssl, name)
+            guard status == 1 else {
+                tcp.close()
+                throw tlsError(.tlsConfiguration, "SSL_set1_host", about: name)
+            }
+        }
+        if context.configuration.isSessionResumptionEnabled {
+            let key = "\(name)|\(tcp.remoteAddress?.description ?? "")"
+            let box = Unmanaged.passRetained(TLSSessionKey(context: context, key: key))
+            connection.sessionKey = box
+            _ = wsload_SSL_set_app_data(connection.ssl, box.toOpaque())
+            _ = context.applySavedSession(to: connection.ssl, key: key)
+        }
+        try await connection.handshake()
+        return connection
+    }
+
+    /// Accepts TLS as a server over `tcp` and completes the handshake. Call on `tcp.loop`'s thread.
+    public static func accept(over tcp: TCPConnection, context: TLSContext) async throws -> TLSConnection {
+        precondition(context.role == .server, "TLSConnection.accept needs a server context")
+        let connection = try TLSConnection(tcp: tcp, context: context)
+        SSL_set_accept_state(connection.ssl)
+        try await connection.handshake()
+        return connection
+    }
+
+    private func handshake() async throws {
+        do {
+            while true {
+                ERR_clear_error()
+                let status = SSL_do_handshake(ssl)
+                try await flushOutput()
+                if status == 1 { return }
+                switch SSL_get_error(ssl, status) {
+                case SSL_ERROR_WANT_READ:
+                    guard try await receiveCiphertext() else {
+                        throw RuntimeError(.tlsHandshakeFailed, function: "SSL_do_handshake",
+                                           detail: "the peer closed the connection during the handshake")
+                    }
+                default:
+                    let verifyResult = SSL_get_verify_result(ssl)
+                    if verifyResult != X509_V_OK {
+                        throw RuntimeError(.tlsVerificationFailed, function: "SSL_do_handshake",
+                                           detail: String(cString: X509_verify_cert_error_string(verifyResult)))
+                    }
+                    throw tlsError(.tlsHandshakeFailed, "SSL_do_handshake")
+                }
+            }
+        } catch {
+            tcp.close()
+            throw error
+        }
+    }
+
+    /// Moves everything OpenSSL wrote into the output BIO to the TCP stream, in order.
+    private func flushOutput() async throws {
+        let pending = wsload_BIO_pending(output)
+        guard pending > 0 else { return }
+        var bytes = [UInt8](repeating: 0, count: pending)
+        let count = bytes.withUnsafeMutableBytes { BIO_read(output, $0.baseAddress, Int32($0.count)) }
+        if count <= 0 { return }
+        if Int(count) < bytes.count { bytes.removeSubrange(Int(count)...) }
+        // tcp.write queues synchronously before it may suspend, so concurrent flushes keep their order.
+        try await tcp.write(bytes)
+    }
+
+    /// Reads ciphertext from TCP into the input BIO. Returns false at EOF.
+    private func receiveCiphertext() async throws -> Bool {
+        ciphertext.removeAll(keepingCapacity: true)
+        let count = try await tcp.read(into: &ciphertext, maxBytes: 64 * 1024)
+        if count == 0 {
+            _ = wsload_BIO_set_mem_eof_return(input, 0)
+            return false
+        }
+        _ = ciphertext.withUnsafeBytes { BIO_write(input, $0.baseAddress, Int32($0.count)) }
+        return true
+    }
+
+    public func read(into buffer: inout [UInt8], maxBytes: Int) async throws -> Int {
+        precondition(loop.inLoopThread, "TLSConnection.read must be called on \(loop)'s thread")
+        if let readFailure { throw readFailure }
+        let limit = min(maxBytes, 16 * 1024)
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: limit))
+        while true {
+            ERR_clear_error()
+            let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress! + start, Int32(limit)) }
+            if count > 0 {
+                buffer.removeSubrange((start + Int(count))...)
+                return Int(count)
+            }
+            let error = SSL_get_error(ssl, count)
+            switch error {
+            case SSL_ERROR_WANT_READ:
+                // TLS 1.3 tickets and key updates may need an answer before more data comes.
+                try await flushOutput()
+                do {
+                    if try await receiveCiphertext() { continue }
+                } catch {
+                    buffer.removeSubrange(start...)
+                    throw error
+                }
+                // EOF without close_notify: OpenSSL reports it on the next SSL_read.
+                continue
+            case SSL_ERROR_ZERO_RETURN:
+                buffer.removeSubrange(start...)
+                return 0
+            case SSL_ERROR_SYSCALL where ERR_peek_error() == 0,
+                 SSL_ERROR_SSL where isUnexpectedEOF():
+                // The peer closed TCP without close_notify: many servers do; treat as end of stream.
+                buffer.removeSubrange(start...)
+                return 0
+            default:
+                buffer.removeSubrange(start...)
+                let failure = tlsError(.tlsProtocolError, "SSL_read")
+                readFailure = failure
+                throw failure
+            }
+        }
+    }
+
+    private func isUnexpectedEOF() -> Bool {
+        let error = ERR_peek_error()
+        return ERR_GET_LIB(error) == ERR_LIB_SSL && ERR_GET_REASON(error) == SSL_R_UNEXPECTED_EOF_WHILE_READING
+    }
+
+    public func write(_ bytes: [UInt8]) async throws {
+        precondition(loop.inLoopThread, "TLSConnection.write must be called on \(loop)'s thread")
+        var offset = 0
+        while offset < bytes.count {
+            ERR_clear_error()
+            let count = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32($0.count - offset)) }
+            guard count > 0 else { throw tlsError(.tlsProtocolError, "SSL_write") }
+            offset += Int(count)
+            try await flushOutput()
+        }
+    }
+
+    /// Sends close_notify, then half-closes TCP.
+    public func shutdownWrite() async throws {
+        precondition(loop.inLoopThread, "TLSConnection.shutdownWrite must be called on \(loop)'s thread")
+        if !isShutdownSent {
+            isShutdownSent = true
+            ERR_clear_error()
+            _ = SSL_shutdown(ssl)
+            try await flushOutput()
+        }
+        try await tcp.shutdownWrite()
+    }
+
+    public func close() { tcp.close() }
+
+    /// The ALPN protocol the server chose, if any.
+    public var negotiatedApplicationProtocol: String? {
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    /// True when the handshake resumed a saved session instead of a full handshake.
+    public var isSessionReused: Bool { SSL_session_reused(ssl) == 1 }
+
+    /// `TLSv1.3` or `TLSv1.2`.
+    public var protocolVersion: String { String(cString: SSL_get_version(ssl)) }
+
+    /// The underlying TCP connection's addresses.
+    public var localAddress: SocketAddress? { tcp.localAddress }
+    public var remoteAddress: SocketAddress? { tcp.remoteAddress }
+}

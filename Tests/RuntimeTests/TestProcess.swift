@@ -1,0 +1,73 @@
+import Foundation
+
+/// Runs helper programs for tests (openssl, ip) and fails with their stderr when they fail.
+enum TestProcess {
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Runs `arguments` (looked up on PATH) to completion; returns stdout.
+    @discardableResult
+    static func run(_ arguments: [String], in directory: URL? = nil) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let stdout = output.fileHandleForReading.readDataToEndOfFile()
+        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Failure(description: "\(arguments.joined(separator: " ")) failed: \(String(decoding: stderr, as: UTF8.self))")
+        }
+        return String(decoding: stdout, as: UTF8.self)
+    }
+}
+
+/// A long-running helper whose stdout is read line by line and whose stdin we may write.
+final class BackgroundProcess: @unchecked Sendable {
+    let process = Process()
+    let input = Pipe()
+    private let output = Pipe()
+    private var buffered = Data()
+
+    init(_ arguments: [String], mergeStandardError: Bool = false) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = mergeStandardError ? output : FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Reads lines until one contains `text` (returned) or the output ends (nil).
+    func waitForLine(containing text: String) -> String? {
+        while true {
+            while let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffered[..<newline], as: UTF8.self)
+                buffered.removeSubrange(...newline)
+                if line.contains(text) { return line }
+            }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { return nil }
+            buffered.append(chunk)
+        }
+    }
+
+    /// Reads everything until the process closes its output.
+    func readToEnd() -> String {
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        return String(decoding: buffered + rest, as: UTF8.self)
+    }
+
+    /// Kills the helper. SIGKILL, because children spawned from libdispatch threads inherit a signal
+    /// mask that blocks SIGTERM.
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what building and testing wsload needs on Debian 12, skipping what is already there.
+#   scripts/install-dependencies.sh          build dependencies (C libraries, pkg-config)
+#   scripts/install-dependencies.sh --test   plus the real peers the tests run against
+set -euo pipefail
+
+packages=(pkg-config libuv1-dev libssl-dev zlib1g-dev)
+if [[ "${1:-}" == "--test" ]]; then
+    packages+=(openssl iproute2)
+fi
+
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+
+if ((${#missing[@]})); then
+    sudo=""
+    if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+    echo "Installing: ${missing[*]}" >&2
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

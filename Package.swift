@@ -18,6 +18,9 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
+        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "HTTP1", swiftSettings: swiftSettings),
+        .target(name: "WebSocket", dependencies: ["Crypto", "HTTP1", "CZlib"], swiftSettings: swiftSettings),
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "WSLoadCLI", dependencies: ["Runtime"], swiftSettings: swiftSettings),
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
@@ -36,5 +39,7 @@ let package = Package(
         ),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "wsload-runtime-probe"]),
         .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]
 )

@@ -1,0 +1,108 @@
+import COpenSSL
+
+/// Digests, base64 and secure random bytes from OpenSSL's libcrypto: pure functions, no I/O.
+///
+/// Kept apart from `Runtime` so pure protocol targets (the WebSocket handshake needs SHA-1 and
+/// base64; masking keys need a CSPRNG) can use them without depending on the event loops.
+public enum Crypto {
+    /// SHA-1 of `bytes` (20 bytes). Only for protocol needs such as `Sec-WebSocket-Accept`.
+    public static func sha1(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        digest(bytes, length: Int(SHA_DIGEST_LENGTH)) { SHA1($0, $1, $2) }
+    }
+
+    /// SHA-256 of `bytes` (32 bytes).
+    public static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        digest(bytes, length: Int(SHA256_DIGEST_LENGTH)) { SHA256($0, $1, $2) }
+    }
+
+    private static func digest(
+        _ bytes: some Collection<UInt8>, length: Int,
+        _ function: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?) -> UnsafeMutablePointer<UInt8>?
+    ) -> [UInt8] {
+        let input = Array(bytes)
+        var output = [UInt8](repeating: 0, count: length)
+        input.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { output in
+                _ = function(input.baseAddress, input.count, output.baseAddress)
+            }
+        }
+        return output
+    }
+
+    /// Standard base64 (RFC 4648 §4) with padding, no line breaks.
+    public static func base64Encoded(_ bytes: some Collection<UInt8>) -> String {
+        let input = Array(bytes)
+        guard !input.isEmpty else { return "" }
+        var output = [UInt8](repeating: 0, count: 4 * ((input.count + 2) / 3) + 1)
+        let count = input.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { output in
+                EVP_EncodeBlock(output.baseAddress, input.baseAddress, Int32(input.count))
+            }
+        }
+        return String(decoding: output.prefix(Int(count)), as: UTF8.self)
+    }
+
+    /// Decodes standard base64 with padding; `nil` if `text` is not valid base64.
+    public static func base64Decoded(_ text: String) -> [UInt8]? {
+        let input = Array(text.utf8)
+        guard input.count % 4 == 0 else { return nil }
+        guard !input.isEmpty else { return [] }
+        // EVP_DecodeBlock accepts whitespace and ignores padding: check the alphabet ourselves.
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        let padding = input.reversed().prefix { $0 == UInt8(ascii: "=") }.count
+        guard padding <= 2, input.dropLast(padding).allSatisfy(alphabet.contains) else { return nil }
+        var output = [UInt8](repeating: 0, count: input.count / 4 * 3)
+        let count = input.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { output in
+                EVP_DecodeBlock(output.baseAddress, input.baseAddress, Int32(input.count))
+            }
+        }
+        guard count >= 0 else { return nil }
+        return Array(output.prefix(Int(count) - padding))
+    }
+
+    /// `count` bytes from OpenSSL's CSPRNG.
+    public static func randomBytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        fillRandom(&bytes)
+        return bytes
+    }
+
+    /// Overwrites `bytes` with CSPRNG output. Traps if the CSPRNG fails, which only happens when the
+    /// system has no entropy source: continuing would produce predictable keys.
+    public static func fillRandom(_ bytes: inout [UInt8]) {
+        let status = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
+        precondition(status == 1, "OpenSSL RAND_bytes failed")
+    }
+
+    /// Lower-case hexadecimal.
+    public static func hex(_ bytes: some Collection<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
+
+/// A `RandomNumberGenerator` backed by OpenSSL's CSPRNG, buffered to amortize the call.
+public struct SecureRandomNumberGenerator: RandomNumberGenerator, Sendable {
+    private var buffer = [UInt8](repeating: 0, count: 256)
+    private var offset = 256
+
+    public init() {}
+
+    public mutating func next() -> UInt64 {
+        if offset + 8 > buffer.count {
+            Crypto.fillRandom(&buffer)
+            offset = 0
+        }
+        var value: UInt64 = 0
+        for index in 0..<8 { value |= UInt64(buffer[offset + index]) << (8 * index) }
+        offset += 8
+        return value
+    }
+}

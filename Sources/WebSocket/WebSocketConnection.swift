@@ -1,0 +1,347 @@
+import Crypto
+
+/// The protocol state of one WebSocket connection after the handshake (RFC 6455 §5–7, RFC 7692):
+/// bytes in, events and bytes out. No sockets, no clocks.
+///
+/// Feed received bytes with ``receive(_:)`` and drain ``nextEvent()``; anything the protocol must
+/// send (pong replies, the close reply, the close that reports a failure) is queued with what the
+/// caller sends, and taken in order with ``takeOutput()``. After a `.failed` or a completed closing
+/// handshake the connection is closed and the caller closes the transport.
+public struct WebSocketConnection: Sendable {
+    public typealias Role = WebSocketFrameParser.Role
+
+    /// Limits and negotiated options.
+    public struct Configuration: Sendable, Hashable {
+        /// Largest frame payload accepted (1009 beyond it, checked before buffering).
+        public var maximumFrameSize: Int
+        /// Largest reassembled (and inflated) message (1009 beyond it).
+        public var maximumMessageSize: Int
+        /// Most fragments one message may arrive in (1009 beyond it).
+        public var maximumFragmentCount: Int
+        /// permessage-deflate parameters agreed in the handshake, if any.
+        public var compression: PerMessageDeflateParameters?
+        /// Inflated-to-compressed ratio allowed per message once past 1 MiB.
+        public var maximumCompressionRatio: Int
+        /// Split outgoing messages into frames of at most this many payload bytes; nil sends one frame.
+        public var outgoingFragmentSize: Int?
+
+        public init(
+            maximumFrameSize: Int = 16 * 1024 * 1024, maximumMessageSize: Int = 16 * 1024 * 1024,
+            maximumFragmentCount: Int = 65536, compression: PerMessageDeflateParameters? = nil,
+            maximumCompressionRatio: Int = 100, outgoingFragmentSize: Int? = nil
+        ) {
+            self.maximumFrameSize = maximumFrameSize
+            self.maximumMessageSize = maximumMessageSize
+            self.maximumFragmentCount = maximumFragmentCount
+            self.compression = compression
+            self.maximumCompressionRatio = maximumCompressionRatio
+            self.outgoingFragmentSize = outgoingFragmentSize
+        }
+    }
+
+    /// A complete data message.
+    public enum Message: Sendable, Hashable {
+        case text(String)
+        case binary([UInt8])
+    }
+
+    /// What the peer did.
+    public enum Event: Sendable, Hashable {
+        case message(Message)
+        /// A ping arrived; its pong is already queued.
+        case ping([UInt8])
+        case pong([UInt8])
+        /// The peer's close frame: `code` is nil when it carried none (report 1005). If we had not sent a
+        /// close, the reply is queued; either way the closing handshake is complete.
+        case closeReceived(code: WebSocketCloseCode?, reason: String)
+        /// The peer broke the protocol; a close frame with the error's code is queued (unless we had
+        /// already sent one). Close the transport after sending it.
+        case failed(WebSocketProtocolError)
+    }
+
+    public enum State: Sendable, Hashable {
+        case open
+        /// We sent a close frame and wait for the peer's.
+        case closeSent
+        /// The closing handshake completed or the connection failed.
+        case closed
+    }
+
+    public let role: Role
+    public let configuration: Configuration
+    public private(set) var state: State = .open
+    /// The close code we sent, if we sent a close frame.
+    public private(set) var sentCloseCode: WebSocketCloseCode?
+
+    private var parser: WebSocketFrameParser
+    private var output: [UInt8] = []
+    private var assembly: Assembly?
+    private var random: any RandomNumberGenerator & Sendable
+    // Reference types inside a struct: the connection is owned by one actor, never shared.
+    nonisolated(unsafe) private var deflater: MessageDeflater?
+    nonisolated(unsafe) private var inflater: MessageInflater?
+
+    private struct Assembly: Sendable {
+        var opcode: WebSocketOpcode
+        var isCompressed: Bool
+        var bytes: [UInt8]
+        var fragmentCount: Int
+        var validator: UTF8Validator
+    }
+
+    /// - Parameter random: the masking-key source for clients; a CSPRNG unless a test injects one.
+    public init(
+        role: Role, configuration: Configuration = Configuration(),
+        random: any RandomNumberGenerator & Sendable = SecureRandomNumberGenerator()
+    ) {
+        self.role = role
+        self.configuration = configuration
+        self.random = random
+        parser = WebSocketFrameParser(role: role, maximumFrameSize: configuration.maximumFrameSize,
+                                      isRSV1Allowed: configuration.compression != nil)
+        if let compression = configuration.compression {
+            let isClient = role == .client
+            deflater = MessageDeflater(
+                windowBits: isClient ? compression.clientMaxWindowBits : compression.serverMaxWindowBits,
+                isContextReset: isClient ? compression.clientNoContextTakeover : compression.serverNoContextTakeover)
+            inflater = MessageInflater(
+                isContextReset: isClient ? compression.serverNoContextTakeover : compression.clientNoContextTakeover,
+                maximumMessageSize: configuration.maximumMessageSize, maximumRatio: configuration.maximumCompressionRatio)
+        }
+    }
+
+    // MARK: Inbound
+
+    /// Appends received bytes; then drain ``nextEvent()``.
+    public mutating func receive(_ bytes: some Sequence<UInt8>) {
+        guard state != .closed else { return }
+        parser.append(bytes)
+    }
+
+    /// Appends received bytes by letting `body` write straight into the parser's buffer.
+    public mutating func receive(using body: (inout [UInt8]) throws -> Void) rethrows {
+        try parser.append(using: body)
+    }
+
+    /// The next event from the bytes received so far, or nil when more bytes are needed.
+    public mutating func nextEvent() -> Event? {
+        while state != .closed {
+            let offset = parser.streamOffset
+            let frame: WebSocketFrame
+            do {
+                guard let next = try parser.nextFrame() else { return nil }
+                frame = next
+            } catch {
+                return fail(error)
+            }
+            do {
+                if let event = try handle(frame, offset: offset) { return event }
+            } catch {
+                return fail(error)
+            }
+        }
+        return nil
+    }
+
+    private mutating func handle(_ frame: WebSocketFrame, offset: Int) throws(WebSocketProtocolError) -> Event? {
+        switch frame.opcode {
+        case .ping:
+            if state == .open { appendFrame(opcode: .pong, payload: frame.payload) }
+            return .ping(frame.payload)
+        case .pong:
+            return .pong(frame.payload)
+        case .close:
+            let (code, reason) = try Self.parseClosePayload(frame.payload, offset: offset)
+            if state == .open {
+                // Echo the peer's code (§5.5.1); an empty close is answered with an empty close.
+                appendClose(code: code, reason: "")
+            }
+            state = .closed
+            assembly = nil
+            return .closeReceived(code: code, reason: reason)
+        case .text, .binary:
+            guard assembly == nil else {
+                throw WebSocketProtocolError(.protocolError, "new \(frame.opcode) message while a fragmented one is open",
+                                             offset: offset)
+            }
+            assembly = Assembly(opcode: frame.opcode, isCompressed: frame.rsv1, bytes: [], fragmentCount: 0,
+                                validator: UTF8Validator())
+            return try appendFragment(frame, offset: offset)
+        default:  // .continuation; reserved opcodes were rejected by the parser.
+            guard assembly != nil else {
+                throw WebSocketProtocolError(.protocolError, "continuation frame without a message to continue", offset: offset)
+            }
+            return try appendFragment(frame, offset: offset)
+        }
+    }
+
+    private mutating func appendFragment(_ frame: WebSocketFrame, offset: Int) throws(WebSocketProtocolError) -> Event? {
+        guard var message = assembly else { return nil }
+        assembly = nil  // Avoid a copy of the growing buffer while we mutate it.
+        message.fragmentCount += 1
+        if message.fragmentCount > configuration.maximumFragmentCount {
+            throw WebSocketProtocolError(.messageTooBig, "message exceeds \(configuration.maximumFragmentCount) fragments", offset: offset)
+        }
+        let start = message.bytes.count
+        if message.isCompressed, let inflater {
+            do {
+                try inflater.inflate(frame.payload, isFinal: frame.isFinal, into: &message.bytes)
+            } catch let error as MessageInflater.LimitExceeded {
+                throw WebSocketProtocolError(.messageTooBig, error.description, offset: offset)
+            } catch {
+                throw WebSocketProtocolError(.invalidFramePayloadData, "permessage-deflate: \(error)", offset: offset)
+            }
+        } else {
+            if start + frame.payload.count > configuration.maximumMessageSize {
+                throw WebSocketProtocolError(.messageTooBig, "message exceeds \(configuration.maximumMessageSize) bytes", offset: offset)
+            }
+            if start == 0 && frame.isFinal {
+                message.bytes = frame.payload
+            } else {
+                message.bytes.append(contentsOf: frame.payload)
+            }
+        }
+        if message.opcode == .text {
+            let invalid = message.bytes.withUnsafeBufferPointer { bytes in
+                message.validator.firstInvalidIndex(in: UnsafeBufferPointer(rebasing: bytes[start...]))
+            }
+            if invalid != nil || (frame.isFinal && !message.validator.isComplete) {
+                throw WebSocketProtocolError(.invalidFramePayloadData, "text message is not valid UTF-8", offset: offset)
+            }
+        }
+        guard frame.isFinal else {
+            assembly = message
+            return nil
+        }
+        return .message(message.opcode == .text ? .text(String(decoding: message.bytes, as: UTF8.self)) : .binary(message.bytes))
+    }
+
+    private mutating func fail(_ error: WebSocketProtocolError) -> Event {
+        if state == .open { appendClose(code: error.closeCode, reason: "") }
+        state = .closed
+        assembly = nil
+        return .failed(error)
+    }
+
+    /// Parses a close frame's payload (§5.5.1, §7.4): empty, or a valid code plus a UTF-8 reason.
+    public static func parseClosePayload(
+        _ payload: [UInt8], offset: Int = 0
+    ) throws(WebSocketProtocolError) -> (code: WebSocketCloseCode?, reason: String) {
+        if payload.isEmpty { return (nil, "") }
+        guard payload.count >= 2 else {
+            throw WebSocketProtocolError(.protocolError, "close frame with a 1-byte payload", offset: offset)
+        }
+        let code = WebSocketCloseCode(rawValue: UInt16(payload[0]) << 8 | UInt16(payload[1]))
+        guard code.isValidOnWire else {
+            throw WebSocketProtocolError(.protocolError, "close code \(code.rawValue) is not allowed on the wire", offset: offset)
+        }
+        let reason = Array(payload[2...])
+        var validator = UTF8Validator()
+        guard validator.validate(reason), validator.isComplete else {
+            throw WebSocketProtocolError(.invalidFramePayloadData, "close reason is not valid UTF-8", offset: offset)
+        }
+        return (code, String(decoding: reason, as: UTF8.self))
+    }
+
+    // MARK: Outbound
+
+    /// Takes the bytes queued for the peer, in order.
+    public mutating func takeOutput() -> [UInt8] {
+        defer { output = [] }
+        return output
+    }
+
+    /// Whether bytes are waiting in ``takeOutput()``.
+    public var hasOutput: Bool { !output.isEmpty }
+
+    /// Queues a data message (compressed and fragmented as configured). Ignored once a close was sent.
+    public mutating func send(_ message: Message) {
+        switch message {
+        case .text(let text):
+            var text = text
+            text.withUTF8 { send(opcode: .text, payload: UnsafeRawBufferPointer($0)) }
+        case .binary(let bytes):
+            bytes.withUnsafeBytes { send(opcode: .binary, payload: $0) }
+        }
+    }
+
+    /// Queues a data message from raw bytes.
+    public mutating func send(opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer) {
+        precondition(opcode == .text || opcode == .binary, "send(opcode:) takes text or binary")
+        guard state == .open else { return }
+        if let deflater {
+            let compressed = deflater.compress(payload)
+            compressed.withUnsafeBytes { appendFragmented(opcode: opcode, payload: $0, isCompressed: true) }
+        } else {
+            appendFragmented(opcode: opcode, payload: payload, isCompressed: false)
+        }
+    }
+
+    private mutating func appendFragmented(opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, isCompressed: Bool) {
+        let size = configuration.outgoingFragmentSize.map { max(1, $0) } ?? max(1, payload.count)
+        var start = 0
+        repeat {
+            let end = min(payload.count, start + size)
+            let isFirst = start == 0
+            WebSocketFrame.encode(isFinal: end == payload.count, rsv1: isCompressed && isFirst,
+                                  opcode: isFirst ? opcode : .continuation,
+                                  payload: UnsafeRawBufferPointer(rebasing: payload[start..<end]), maskingKey: nextMaskingKey(),
+                                  into: &output)
+            start = end
+        } while start < payload.count
+    }
+
+    /// Queues a ping (payload at most 125 bytes, §5.5).
+    public mutating func sendPing(_ payload: [UInt8] = []) {
+        precondition(payload.count <= 125, "ping payloads are at most 125 bytes")
+        guard state == .open else { return }
+        appendFrame(opcode: .ping, payload: payload)
+    }
+
+    /// Queues an unsolicited pong (a heartbeat that expects no answer, §5.5.3).
+    public mutating func sendPong(_ payload: [UInt8] = []) {
+        precondition(payload.count <= 125, "pong payloads are at most 125 bytes")
+        guard state == .open else { return }
+        appendFrame(opcode: .pong, payload: payload)
+    }
+
+    /// Starts the closing handshake (§7.1.2). The reason is cut to fit 123 bytes on a character boundary.
+    public mutating func close(code: WebSocketCloseCode = .normalClosure, reason: String = "") {
+        guard state == .open else { return }
+        appendClose(code: code, reason: reason)
+        state = .closeSent
+    }
+
+    private mutating func appendClose(code: WebSocketCloseCode?, reason: String) {
+        var payload: [UInt8] = []
+        if let code {
+            payload = [UInt8(code.rawValue >> 8), UInt8(code.rawValue & 0xFF)]
+            var reasonBytes = Array(reason.utf8)
+            while reasonBytes.count > 123 {
+                reasonBytes.removeLast()
+                // Drop continuation bytes so we never cut a code point in half.
+                while let last = reasonBytes.last, last & 0xC0 == 0x80 { reasonBytes.removeLast() }
+                if let last = reasonBytes.last, last >= 0xC0 { reasonBytes.removeLast() }
+            }
+            payload += reasonBytes
+            sentCloseCode = code
+        }
+        appendFrame(opcode: .close, payload: payload)
+    }
+
+    private mutating func appendFrame(opcode: WebSocketOpcode, payload: [UInt8]) {
+        payload.withUnsafeBytes {
+            WebSocketFrame.encode(isFinal: true, opcode: opcode, payload: $0, maskingKey: nextMaskingKey(), into: &output)
+        }
+    }
+
+    private mutating func nextMaskingKey() -> UInt32? {
+        role == .client ? UInt32.random(in: .min ... .max, using: &random) : nil
+    }
+
+    /// The peer ended the transport: a message still being assembled is lost (report 1006).
+    public mutating func transportClosed() {
+        state = .closed
+        assembly = nil
+    }
+}

@@ -1,0 +1,148 @@
+/// Incremental frame parser (RFC 6455 §5.2): append bytes as they arrive, take frames as they complete.
+///
+/// Every check that can be made from a frame header is made before its payload is buffered: reserved
+/// bits and opcodes, control-frame rules, masking direction, the shortest length encoding, and the
+/// frame size limit. Payloads of masked frames are unmasked.
+public struct WebSocketFrameParser: Sendable {
+    /// Which side we are: servers expect masked frames, clients unmasked ones (§5.1).
+    public enum Role: Sendable { case client, server }
+
+    public let role: Role
+    /// Frames whose payload is longer fail with 1009 before their payload is buffered.
+    public var maximumFrameSize: Int
+    /// RSV1 is allowed on the first frame of a data message (permessage-deflate negotiated).
+    public var isRSV1Allowed: Bool
+
+    private var buffer: [UInt8] = []
+    private var readIndex = 0
+    /// Bytes consumed before `buffer[0]`, for error offsets.
+    private var consumedBefore = 0
+
+    public init(role: Role, maximumFrameSize: Int = 16 * 1024 * 1024, isRSV1Allowed: Bool = false) {
+        self.role = role
+        self.maximumFrameSize = maximumFrameSize
+        self.isRSV1Allowed = isRSV1Allowed
+    }
+
+    /// Bytes received but not yet returned as frames.
+    public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    /// The stream offset of the next unparsed byte.
+    public var streamOffset: Int { consumedBefore + readIndex }
+
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        compactIfWorthwhile()
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// Appends up to `maxBytes` read by `body` directly into the parser's buffer (no intermediate copy).
+    public mutating func append(using body: (inout [UInt8]) throws -> Void) rethrows {
+        compactIfWorthwhile()
+        try body(&buffer)
+    }
+
+    private mutating func compactIfWorthwhile() {
+        if readIndex > 0 && (readIndex == buffer.count || readIndex >= 64 * 1024 && readIndex * 2 >= buffer.count) {
+            consumedBefore += readIndex
+            buffer.removeSubrange(0..<readIndex)
+            readIndex = 0
+            if buffer.isEmpty && buffer.capacity > 64 * 1024 { buffer = [] }
+        }
+    }
+
+    /// Returns the next complete frame, `nil` if more bytes are needed.
+    /// - Throws: ``WebSocketProtocolError`` (1002 for framing violations, 1009 for oversize frames).
+    public mutating func nextFrame() throws(WebSocketProtocolError) -> WebSocketFrame? {
+        let available = buffer.count - readIndex
+        guard available >= 2 else { return nil }
+        let offset = streamOffset
+        let first = buffer[readIndex]
+        let second = buffer[readIndex + 1]
+        let isFinal = first & 0x80 != 0
+        let rsv1 = first & 0x40 != 0
+        let rsv2 = first & 0x20 != 0
+        let rsv3 = first & 0x10 != 0
+        let opcode = WebSocketOpcode(rawValue: first & 0x0F)!
+        let isMasked = second & 0x80 != 0
+        let shortLength = Int(second & 0x7F)
+
+        if opcode.isReserved {
+            throw WebSocketProtocolError(.protocolError, "reserved opcode 0x\(String(opcode.rawValue, radix: 16))", offset: offset)
+        }
+        if rsv2 || rsv3 {
+            throw WebSocketProtocolError(.protocolError, "RSV2/RSV3 set without a negotiated extension", offset: offset)
+        }
+        if rsv1 && (!isRSV1Allowed || opcode.isControl || opcode == .continuation) {
+            throw WebSocketProtocolError(
+                .protocolError,
+                isRSV1Allowed ? "RSV1 set on a \(opcode) frame" : "RSV1 set without a negotiated extension", offset: offset)
+        }
+        if opcode.isControl {
+            if !isFinal { throw WebSocketProtocolError(.protocolError, "fragmented \(opcode) frame", offset: offset) }
+            if shortLength > 125 {
+                throw WebSocketProtocolError(.protocolError, "\(opcode) frame longer than 125 bytes", offset: offset)
+            }
+        }
+        switch (role, isMasked) {
+        case (.client, true): throw WebSocketProtocolError(.protocolError, "masked frame from the server", offset: offset)
+        case (.server, false): throw WebSocketProtocolError(.protocolError, "unmasked frame from the client", offset: offset)
+        default: break
+        }
+
+        var headerLength = 2
+        var length = shortLength
+        if shortLength == 126 {
+            guard available >= 4 else { return nil }
+            length = Int(buffer[readIndex + 2]) << 8 | Int(buffer[readIndex + 3])
+            headerLength = 4
+            if length < 126 {
+                throw WebSocketProtocolError(.protocolError, "16-bit length \(length) is not minimal", offset: offset)
+            }
+        } else if shortLength == 127 {
+            guard available >= 10 else { return nil }
+            var value: UInt64 = 0
+            for index in 0..<8 { value = value << 8 | UInt64(buffer[readIndex + 2 + index]) }
+            headerLength = 10
+            if value >> 63 != 0 {
+                throw WebSocketProtocolError(.protocolError, "64-bit length has its most significant bit set", offset: offset)
+            }
+            if value <= 0xFFFF {
+                throw WebSocketProtocolError(.protocolError, "64-bit length \(value) is not minimal", offset: offset)
+            }
+            if value > UInt64(maximumFrameSize) {
+                throw WebSocketProtocolError(.messageTooBig, "frame of \(value) bytes exceeds the \(maximumFrameSize)-byte limit",
+                                             offset: offset)
+            }
+            length = Int(value)
+        }
+        if length > maximumFrameSize {
+            throw WebSocketProtocolError(.messageTooBig, "frame of \(length) bytes exceeds the \(maximumFrameSize)-byte limit",
+                                         offset: offset)
+        }
+        let maskLength = isMasked ? 4 : 0
+        guard available >= headerLength + maskLength + length else {
+            if buffer.capacity < readIndex + headerLength + maskLength + length {
+                buffer.reserveCapacity(readIndex + headerLength + maskLength + length)
+            }
+            return nil
+        }
+        let payloadStart = readIndex + headerLength + maskLength
+        var payload = Array(buffer[payloadStart..<(payloadStart + length)])
+        if isMasked {
+            let key = Array(buffer[(readIndex + headerLength)..<payloadStart])
+            payload.withUnsafeMutableBufferPointer { WebSocketFrame.applyMask(key: key, to: $0) }
+        }
+        readIndex = payloadStart + length
+        return WebSocketFrame(isFinal: isFinal, rsv1: rsv1, rsv2: rsv2, rsv3: rsv3, opcode: opcode, payload: payload)
+    }
+
+    /// Takes the bytes not yet parsed (e.g. after the closing handshake, for diagnostics).
+    public mutating func takeRemainingBytes() -> [UInt8] {
+        defer {
+            consumedBefore += buffer.count
+            buffer = []
+            readIndex = 0
+        }
+        return Array(buffer[readIndex...])
+    }
+}

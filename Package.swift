@@ -22,6 +22,8 @@ let package = Package(
         .target(name: "HTTP1", swiftSettings: swiftSettings),
         .target(name: "WebSocket", dependencies: ["Crypto", "HTTP1", "CZlib"], swiftSettings: swiftSettings),
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "Clients", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
+        .target(name: "EmbeddedServer", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
         .target(name: "WSLoadCLI", dependencies: ["Runtime"], swiftSettings: swiftSettings),
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
         .executableTarget(
@@ -37,9 +39,11 @@ let package = Package(
             path: "Tests/RuntimeProbe",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "wsload-runtime-probe"]),
+        .target(name: "TestSupport", dependencies: ["Runtime"], path: "Tests/TestSupport"),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
         .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "ClientsTests", dependencies: ["Clients", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]
 )

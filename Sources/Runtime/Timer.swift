@@ -127,3 +127,30 @@ extension Duration {
         return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 }
+
+/// A one-shot callback on a loop's timer wheel; ``cancel()`` before it fires and it never runs.
+///
+/// For deadlines that close a handle (handshake and closing timeouts) without a task per deadline.
+/// Create, cancel and fire on the loop thread.
+public final class ScheduledTimer: @unchecked Sendable {
+    private let timer: TimerHandle
+
+    /// Arms a timer on `loop` (call on its thread) that runs `callback` on the loop after `delay`.
+    public init(on loop: EventLoop, after delay: Duration, _ callback: @escaping () -> Void) {
+        precondition(loop.inLoopThread, "ScheduledTimer must be created on \(loop)'s thread")
+        let timer = TimerHandle(loop: loop)
+        self.timer = timer
+        timer.start(milliseconds: delay.roundedUpMilliseconds) { [unowned timer] in
+            callback()
+            timer.close()
+        }
+    }
+
+    /// Disarms the timer; harmless after it fired. Callable from any thread.
+    public func cancel() {
+        let timer = timer
+        timer.loop.perform { timer.close() }
+    }
+
+    deinit { cancel() }
+}

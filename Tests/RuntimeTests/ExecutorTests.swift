@@ -1,4 +1,5 @@
 import Runtime
+import TestSupport
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Runtime
+import TestSupport
 import Testing
 
 /// `openssl s_server -www` on an ephemeral loopback port.

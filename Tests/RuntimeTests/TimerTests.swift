@@ -1,4 +1,5 @@
 import Runtime
+import TestSupport
 import Testing
 
 @Suite("Timers and clocks")

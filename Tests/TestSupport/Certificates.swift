@@ -2,15 +2,15 @@ import Foundation
 
 /// A throwaway PKI for TLS tests: a CA, a leaf for localhost/127.0.0.1/::1 signed by it, and an
 /// unrelated self-signed "rogue" leaf. Generated with the openssl command line into a temp directory.
-struct TestCertificates: Sendable {
-    let directory: URL
-    var caFile: String { directory.appendingPathComponent("ca.pem").path }
-    var leafCertificate: String { directory.appendingPathComponent("leaf.pem").path }
-    var leafKey: String { directory.appendingPathComponent("leaf.key").path }
-    var rogueCertificate: String { directory.appendingPathComponent("rogue.pem").path }
-    var rogueKey: String { directory.appendingPathComponent("rogue.key").path }
+public struct TestCertificates: Sendable {
+    public let directory: URL
+    public var caFile: String { directory.appendingPathComponent("ca.pem").path }
+    public var leafCertificate: String { directory.appendingPathComponent("leaf.pem").path }
+    public var leafKey: String { directory.appendingPathComponent("leaf.key").path }
+    public var rogueCertificate: String { directory.appendingPathComponent("rogue.pem").path }
+    public var rogueKey: String { directory.appendingPathComponent("rogue.key").path }
 
-    static let shared: Result<TestCertificates, any Error> = Result { try TestCertificates.generate() }
+    public static let shared: Result<TestCertificates, any Error> = Result { try TestCertificates.generate() }
 
     private static func generate() throws -> TestCertificates {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-certs-\(getpid())")

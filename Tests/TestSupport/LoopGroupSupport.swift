@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 
 /// Runs `body` with a fresh group of `loopCount` loops, then checks that nothing leaked and stops the loops.
-func withLoopGroup<T: Sendable>(
+public func withLoopGroup<T: Sendable>(
     loopCount: Int = 2, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (EventLoopGroup) async throws -> T
 ) async throws -> T {
@@ -25,12 +25,12 @@ func withLoopGroup<T: Sendable>(
 }
 
 /// Runs `body` in a task that prefers `loop`'s task executor, i.e. on the loop thread.
-func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+public func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await Task(executorPreference: loop.taskExecutor) { try await body() }.value
 }
 
 /// Polls `condition` every 10 ms for up to `limit`, a bound on a correctness wait, not a performance claim.
-func waitUntil(limit: Duration = .seconds(10), _ condition: () -> Bool) async throws {
+public func waitUntil(limit: Duration = .seconds(10), _ condition: () -> Bool) async throws {
     let deadline = ContinuousClock.now + limit
     while !condition() && ContinuousClock.now < deadline {
         try await Task.sleep(for: .milliseconds(10))
@@ -38,12 +38,12 @@ func waitUntil(limit: Duration = .seconds(10), _ condition: () -> Bool) async th
 }
 
 /// An echo server on every loop of `group` (one listener per loop on one port).
-struct EchoServer {
-    let listeners: [TCPListener]
-    let task: Task<Void, Never>
-    var address: SocketAddress { listeners[0].localAddress }
+public struct EchoServer {
+    public let listeners: [TCPListener]
+    public let task: Task<Void, Never>
+    public var address: SocketAddress { listeners[0].localAddress }
 
-    static func start(on group: EventLoopGroup, address: String = "127.0.0.1") async throws -> EchoServer {
+    public static func start(on group: EventLoopGroup, address: String = "127.0.0.1") async throws -> EchoServer {
         let listeners = try await TCPListener.bind(try SocketAddress(ip: address, port: 0), on: group.loops)
         let task = Task {
             await withDiscardingTaskGroup { tasks in
@@ -68,16 +68,16 @@ struct EchoServer {
         return EchoServer(listeners: listeners, task: task)
     }
 
-    func stop() async {
+    public func stop() async {
         task.cancel()
         await task.value
     }
 }
 
 /// A thread-safe counter for tests that count across tasks and loops.
-final class Counter: Sendable {
+public final class Counter: Sendable {
     private let storage = Atomic<Int>(0)
-    init() {}
-    func increment(by amount: Int = 1) { storage.add(amount, ordering: .relaxed) }
-    var value: Int { storage.load(ordering: .relaxed) }
+    public init() {}
+    public func increment(by amount: Int = 1) { storage.add(amount, ordering: .relaxed) }
+    public var value: Int { storage.load(ordering: .relaxed) }
 }

@@ -1,14 +1,15 @@
 import Foundation
 
 /// Runs helper programs for tests (openssl, ip) and fails with their stderr when they fail.
-enum TestProcess {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+public enum TestProcess {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
     }
 
     /// Runs `arguments` (looked up on PATH) to completion; returns stdout.
     @discardableResult
-    static func run(_ arguments: [String], in directory: URL? = nil) throws -> String {
+    public static func run(_ arguments: [String], in directory: URL? = nil) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -29,13 +30,13 @@ enum TestProcess {
 }
 
 /// A long-running helper whose stdout is read line by line and whose stdin we may write.
-final class BackgroundProcess: @unchecked Sendable {
-    let process = Process()
-    let input = Pipe()
+public final class BackgroundProcess: @unchecked Sendable {
+    public let process = Process()
+    public let input = Pipe()
     private let output = Pipe()
     private var buffered = Data()
 
-    init(_ arguments: [String], mergeStandardError: Bool = false) throws {
+    public init(_ arguments: [String], mergeStandardError: Bool = false) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.standardInput = input
@@ -45,7 +46,7 @@ final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Reads lines until one contains `text` (returned) or the output ends (nil).
-    func waitForLine(containing text: String) -> String? {
+    public func waitForLine(containing text: String) -> String? {
         while true {
             while let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffered[..<newline], as: UTF8.self)
@@ -59,14 +60,14 @@ final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Reads everything until the process closes its output.
-    func readToEnd() -> String {
+    public func readToEnd() -> String {
         let rest = output.fileHandleForReading.readDataToEndOfFile()
         return String(decoding: buffered + rest, as: UTF8.self)
     }
 
     /// Kills the helper. SIGKILL, because children spawned from libdispatch threads inherit a signal
     /// mask that blocks SIGTERM.
-    func stop() {
+    public func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }

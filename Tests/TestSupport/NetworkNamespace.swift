@@ -1,11 +1,11 @@
 import Foundation
 
 /// A network namespace made for one test (`ip netns add`), configured by running commands inside it.
-struct NetworkNamespace {
-    let name: String
-    var path: String { "/run/netns/\(name)" }
+public struct NetworkNamespace {
+    public let name: String
+    public var path: String { "/run/netns/\(name)" }
 
-    static func create(commands: [String]) throws -> NetworkNamespace {
+    public static func create(commands: [String]) throws -> NetworkNamespace {
         let namespace = NetworkNamespace(name: "wsload-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try run(["ip", "netns", "add", namespace.name])
         do {
@@ -19,7 +19,7 @@ struct NetworkNamespace {
         return namespace
     }
 
-    func delete() {
+    public func delete() {
         try? Self.run(["ip", "netns", "delete", name])
     }
 

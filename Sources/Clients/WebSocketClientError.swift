@@ -1,0 +1,52 @@
+import Runtime
+import WebSocket
+
+/// Why a WebSocket client connection failed or ended badly; ``code`` is stable and tags report metrics.
+public struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// TCP or DNS failed (see ``runtimeError`` for refused, timeout, dns, ...).
+        case connect
+        /// TLS failed: verification, handshake or configuration.
+        case tls
+        /// The server's handshake response was refused (status, Accept, subprotocol, extension).
+        case handshake
+        /// No complete handshake response in time.
+        case handshakeTimeout = "handshake_timeout"
+        /// The peer broke RFC 6455/7692; the connection was failed with a close code.
+        case protocolViolation = "protocol"
+        /// A ping got no pong within the timeout: the peer was declared dead.
+        case pongTimeout = "pong_timeout"
+        /// The transport failed after the handshake (reset, broken pipe, ...).
+        case transport
+        /// The operation needs an open connection.
+        case notConnected = "not_connected"
+        /// The URL or options are unusable.
+        case invalidConfiguration = "invalid_configuration"
+    }
+
+    public var code: Code
+    public var detail: String
+    /// The runtime failure behind `connect`, `tls` and `transport` errors.
+    public var runtimeError: RuntimeError?
+    public var handshakeError: WebSocketHandshakeError?
+    public var protocolError: WebSocketProtocolError?
+
+    public init(
+        _ code: Code, _ detail: String, runtimeError: RuntimeError? = nil, handshakeError: WebSocketHandshakeError? = nil,
+        protocolError: WebSocketProtocolError? = nil
+    ) {
+        self.code = code
+        self.detail = detail
+        self.runtimeError = runtimeError
+        self.handshakeError = handshakeError
+        self.protocolError = protocolError
+    }
+
+    public var description: String { "\(code.rawValue): \(detail)" }
+
+    /// `connect`, `tls` or `transport` from a runtime error, keeping it.
+    static func from(_ error: RuntimeError, during code: Code) -> WebSocketClientError {
+        let isTLS = [.tlsHandshakeFailed, .tlsVerificationFailed, .tlsProtocolError, .tlsConfiguration].contains(error.code)
+        return WebSocketClientError(isTLS && code == .connect ? .tls : code, error.description, runtimeError: error)
+    }
+}

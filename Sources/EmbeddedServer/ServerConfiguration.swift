@@ -1,0 +1,84 @@
+import HTTP1
+import Runtime
+import WebSocket
+
+/// Faults the embedded server injects, for testing how clients cope (reconnects, timeouts, close codes).
+public struct ChaosOptions: Sendable, Hashable {
+    /// How a chaos close ends a connection.
+    public enum CloseMode: String, Sendable, Hashable, CaseIterable {
+        /// A close frame with ``closeCode``, then the closing handshake.
+        case closeFrame = "close"
+        /// TCP closed without a close frame (the client sees 1006).
+        case drop
+        /// TCP reset (RST).
+        case reset
+    }
+
+    /// Close each connection this long after its handshake.
+    public var closeAfter: Duration?
+    /// Close instead of echoing, with this probability per message (0–1).
+    public var closeProbability: Double
+    public var closeCode: WebSocketCloseCode
+    public var closeMode: CloseMode
+    /// Wait this long before each echo.
+    public var echoDelay: Duration?
+    /// After the handshake, never read again (a stalled server: pings go unanswered).
+    public var isReadingStopped: Bool
+    /// Seed for the probability draws (runs repeat exactly); nil seeds from the system.
+    public var seed: UInt64?
+
+    public init(
+        closeAfter: Duration? = nil, closeProbability: Double = 0, closeCode: WebSocketCloseCode = .goingAway,
+        closeMode: CloseMode = .closeFrame, echoDelay: Duration? = nil, isReadingStopped: Bool = false, seed: UInt64? = nil
+    ) {
+        self.closeAfter = closeAfter
+        self.closeProbability = closeProbability
+        self.closeCode = closeCode
+        self.closeMode = closeMode
+        self.echoDelay = echoDelay
+        self.isReadingStopped = isReadingStopped
+        self.seed = seed
+    }
+
+    /// True when no fault is configured.
+    public var isNone: Bool {
+        closeAfter == nil && closeProbability == 0 && echoDelay == nil && !isReadingStopped
+    }
+}
+
+/// How the embedded server listens and behaves.
+public struct ServerConfiguration: Sendable {
+    /// Loopback by default: the embedded server is a test target, not a public service.
+    public var host: String
+    /// 0 picks a free port (see ``EmbeddedServer/localAddress``).
+    public var port: Int
+    /// A server TLS context to serve `wss://`; nil serves plain `ws://`.
+    public var tls: TLSContext?
+    /// Subprotocols the server accepts, in preference order.
+    public var subprotocols: [String]
+    /// Answer permessage-deflate offers.
+    public var isCompressionEnabled: Bool
+    /// Limits on what clients send.
+    public var limits: WebSocketConnection.Configuration
+    public var chaos: ChaosOptions
+    /// The request head and TLS handshake must arrive within this.
+    public var handshakeTimeout: Duration
+    /// Called with each upgrade request (tests check headers the client sent). Runs on a loop thread.
+    public var onHandshake: (@Sendable (HTTPRequestHead) -> Void)?
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 0, tls: TLSContext? = nil, subprotocols: [String] = [],
+        isCompressionEnabled: Bool = true, limits: WebSocketConnection.Configuration = .init(), chaos: ChaosOptions = .init(),
+        handshakeTimeout: Duration = .seconds(10), onHandshake: (@Sendable (HTTPRequestHead) -> Void)? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+        self.subprotocols = subprotocols
+        self.isCompressionEnabled = isCompressionEnabled
+        self.limits = limits
+        self.chaos = chaos
+        self.handshakeTimeout = handshakeTimeout
+        self.onHandshake = onHandshake
+    }
+}

@@ -1,0 +1,163 @@
+import HTTP1
+import Runtime
+import WebSocket
+
+/// One accepted connection of the embedded server: TLS, the upgrade, then echo with chaos.
+actor ServerSession {
+    let tcp: TCPConnection
+    let server: EmbeddedServer
+    nonisolated let loop: EventLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    private var stream: (any ByteStream)?
+    private var connection: WebSocketConnection?
+    private var random: ChaosRandom
+    private var isClosed = false
+    /// Forces the close if the client never answers a chaos close frame.
+    private var closeTimer: ScheduledTimer?
+
+    init(tcp: TCPConnection, server: EmbeddedServer, random: ChaosRandom) {
+        self.tcp = tcp
+        self.server = server
+        self.random = random
+        loop = tcp.loop
+    }
+
+    private var configuration: ServerConfiguration { server.configuration }
+    private var chaos: ChaosOptions { configuration.chaos }
+
+    func serve() async {
+        defer {
+            isClosed = true
+            closeTimer?.cancel()
+            stream?.close()
+            tcp.close()
+        }
+        guard await upgrade() else { return }
+        server.statistics.upgraded.add(1, ordering: .relaxed)
+        server.statistics.active.add(1, ordering: .relaxed)
+        defer { server.statistics.active.subtract(1, ordering: .relaxed) }
+        await withDiscardingTaskGroup { tasks in
+            if let delay = chaos.closeAfter {
+                tasks.addTask(executorPreference: loop.taskExecutor) {
+                    guard (try? await self.loop.sleep(for: delay)) != nil else { return }
+                    await self.chaosClose()
+                }
+            }
+            await echoLoop()
+            tasks.cancelAll()
+        }
+    }
+
+    /// TLS (if configured), then the HTTP upgrade; false if the client did not become a WebSocket.
+    private func upgrade() async -> Bool {
+        let tcp = tcp
+        let deadline = ScheduledTimer(on: loop, after: configuration.handshakeTimeout) { tcp.close() }
+        defer { deadline.cancel() }
+        do {
+            var byteStream: any ByteStream = tcp
+            if let context = configuration.tls {
+                byteStream = try await TLSConnection.accept(over: tcp, context: context)
+            }
+            stream = byteStream
+            var parser = HTTPHeadParser()
+            var buffer: [UInt8] = []
+            while true {
+                guard try await byteStream.read(into: &buffer, maxBytes: 16 * 1024) > 0 else { return false }
+                guard let (request, length) = try parser.parseRequest(buffer) else { continue }
+                configuration.onHandshake?(request)
+                switch WebSocketServerHandshake.respond(
+                    to: request, subprotocols: configuration.subprotocols, isCompressionEnabled: configuration.isCompressionEnabled)
+                {
+                case .reject(let response, _):
+                    server.statistics.rejected.add(1, ordering: .relaxed)
+                    try await byteStream.write(response.serialized())
+                    return false
+                case .accept(let response, _, let compression):
+                    try await byteStream.write(response.serialized())
+                    var limits = configuration.limits
+                    limits.compression = compression
+                    var connection = WebSocketConnection(role: .server, configuration: limits)
+                    connection.receive(buffer[length...])
+                    self.connection = connection
+                    return true
+                }
+            }
+        } catch let error as HTTPParseError {
+            server.statistics.rejected.add(1, ordering: .relaxed)
+            let body = "bad request: \(error)\n"
+            let response = HTTPResponseHead(status: 400, reason: "Bad Request",
+                                            headers: ["Content-Length": String(body.utf8.count), "Connection": "close"])
+            try? await stream?.write(response.serialized() + Array(body.utf8))
+            return false
+        } catch {
+            return false  // TLS failure, timeout, or the client went away.
+        }
+    }
+
+    private func echoLoop() async {
+        guard let stream else { return }
+        if chaos.isReadingStopped {
+            // A stalled server: keep the socket open, read nothing, answer nothing, until cancelled.
+            try? await loop.sleep(for: .seconds(365 * 24 * 3600))
+            return
+        }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(16 * 1024)
+        do {
+            while !isClosed {
+                while let event = connection?.nextEvent() {
+                    switch event {
+                    case .message(let message):
+                        if let delay = chaos.echoDelay { try await loop.sleep(for: delay) }
+                        if chaos.closeProbability > 0 && Double.random(in: 0..<1, using: &random) < chaos.closeProbability {
+                            await chaosClose()
+                            continue
+                        }
+                        connection?.send(message)
+                        server.statistics.messagesEchoed.add(1, ordering: .relaxed)
+                    case .ping, .pong:
+                        break
+                    case .closeReceived:
+                        try? await flush()
+                        return  // The server closes TCP first (§7.1.1).
+                    case .failed:
+                        server.statistics.protocolFailures.add(1, ordering: .relaxed)
+                        try? await flush()
+                        return
+                    }
+                }
+                try await flush()
+                buffer.removeAll(keepingCapacity: true)
+                guard try await stream.read(into: &buffer, maxBytes: 64 * 1024) > 0 else { return }
+                connection?.receive(buffer)
+            }
+        } catch {
+            return
+        }
+    }
+
+    private func flush() async throws {
+        guard let stream, let bytes = connection?.takeOutput(), !bytes.isEmpty else { return }
+        try await stream.write(bytes)
+    }
+
+    /// Ends the connection the way ``ChaosOptions/closeMode`` says.
+    private func chaosClose() async {
+        guard !isClosed, connection?.state == .open else { return }
+        server.statistics.chaosCloses.add(1, ordering: .relaxed)
+        switch chaos.closeMode {
+        case .closeFrame:
+            connection?.close(code: chaos.closeCode, reason: "chaos")
+            try? await flush()
+            // The echo loop ends when the client's close arrives; do not wait forever for it.
+            let stream = stream
+            closeTimer = ScheduledTimer(on: loop, after: .seconds(5)) { stream?.close() }
+        case .drop:
+            isClosed = true
+            stream?.close()
+        case .reset:
+            isClosed = true
+            tcp.reset()
+        }
+    }
+}

@@ -1,0 +1,81 @@
+/// A `ws://` or `wss://` URL split into what the handshake needs (RFC 6455 §3).
+public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
+    public var isSecure: Bool
+    /// Host name or IP address (IPv6 without brackets).
+    public var host: String
+    public var port: Int
+    /// Path and query (`/` when empty).
+    public var target: String
+
+    /// Why a string is not a WebSocket URL.
+    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Parses `ws://host[:port][/path][?query]` or `wss://…`. Fragments and user info are rejected.
+    public init(_ text: String) throws(ParseError) {
+        let lowered = text.lowercased()
+        var rest: Substring
+        if lowered.hasPrefix("ws://") {
+            isSecure = false
+            rest = text.dropFirst(5)
+        } else if lowered.hasPrefix("wss://") {
+            isSecure = true
+            rest = text.dropFirst(6)
+        } else {
+            throw ParseError(description: "\"\(text)\" is not a ws:// or wss:// URL")
+        }
+        if rest.contains("#") { throw ParseError(description: "\"\(text)\": WebSocket URLs cannot have a fragment") }
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var path = String(rest[authorityEnd...])
+        if path.hasPrefix("?") { path = "/" + path }
+        target = path.isEmpty ? "/" : path
+        if authority.contains("@") { throw ParseError(description: "\"\(text)\": user info in the URL is not supported; use auth") }
+        var hostPart = Substring(authority)
+        var portText: Substring?
+        if hostPart.hasPrefix("[") {
+            guard let close = hostPart.firstIndex(of: "]") else { throw ParseError(description: "\"\(text)\": unclosed [ in host") }
+            let after = hostPart[hostPart.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
+                throw ParseError(description: "\"\(text)\": unexpected \"\(after)\" after the host")
+            }
+            hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
+        } else if let colon = hostPart.lastIndex(of: ":") {
+            portText = hostPart[hostPart.index(after: colon)...]
+            hostPart = hostPart[..<colon]
+        }
+        guard !hostPart.isEmpty else { throw ParseError(description: "\"\(text)\" has no host") }
+        host = String(hostPart)
+        if let portText {
+            guard let port = Int(portText), (1...65535).contains(port) else {
+                throw ParseError(description: "\"\(text)\": port \"\(portText)\" is not 1–65535")
+            }
+            self.port = port
+        } else {
+            port = isSecure ? 443 : 80
+        }
+    }
+
+    public var description: String {
+        let name = host.contains(":") ? "[\(host)]" : host
+        let isDefaultPort = port == (isSecure ? 443 : 80)
+        return "\(isSecure ? "wss" : "ws")://\(name)\(isDefaultPort ? "" : ":\(port)")\(target)"
+    }
+
+    /// The URL with `name=value` added to the query, percent-encoding the value (for query-token auth).
+    public func addingQueryItem(name: String, value: String) -> WebSocketURL {
+        var copy = self
+        let encoded = value.utf8.map { byte -> String in
+            let isUnreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2D || byte == 0x2E || byte == 0x5F || byte == 0x7E
+            return isUnreserved ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+        }.joined()
+        copy.target += (target.contains("?") ? "&" : "?") + "\(name)=\(encoded)"
+        return copy
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
+}

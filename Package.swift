@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
         .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
-        .testTarget(name: "ClientsTests", dependencies: ["Clients", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
+        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]
 )

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(pkg-config libuv1-dev libssl-dev zlib1g-dev)
 if [[ "${1:-}" == "--test" ]]; then
-    packages+=(openssl iproute2)
+    packages+=(openssl iproute2 python3 python3-pip)
 fi
 
 missing=()
@@ -20,4 +20,16 @@ if ((${#missing[@]})); then
     echo "Installing: ${missing[*]}" >&2
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ "${1:-}" == "--test" ]]; then
+    # Python websockets: a third-party WebSocket peer for the interop tests.
+    if ! python3 -c "import websockets.asyncio.server" 2>/dev/null; then
+        echo "Installing: websockets (pip)" >&2
+        # Debian's own python3 marks itself externally managed (PEP 668); Debian ships websockets 10,
+        # too old for the asyncio server API, so install from PyPI there too.
+        python3 -m pip install --quiet --disable-pip-version-check "websockets>=13" 2>/dev/null \
+            || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "websockets>=13"
+        python3 -c "import websockets.asyncio.server"
+    fi
 fi

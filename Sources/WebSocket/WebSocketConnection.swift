@@ -97,8 +97,13 @@ public struct WebSocketConnection: Sendable {
         self.role = role
         self.configuration = configuration
         self.random = random
-        parser = WebSocketFrameParser(role: role, maximumFrameSize: configuration.maximumFrameSize,
-                                      isRSV1Allowed: configuration.compression != nil)
+        // A compressed frame of incompressible data is larger than its message: deflate adds 5 bytes per
+        // stored block, and peers with a small memLevel use blocks of 128 B (memLevel 1: ~4%) to 2 KiB
+        // (Python websockets' memLevel 5: 0.24%). Allow 1/16 on top of the frame limit.
+        let frameLimit = configuration.compression == nil
+            ? configuration.maximumFrameSize
+            : configuration.maximumFrameSize + configuration.maximumFrameSize / 16 + 1024
+        parser = WebSocketFrameParser(role: role, maximumFrameSize: frameLimit, isRSV1Allowed: configuration.compression != nil)
         if let compression = configuration.compression {
             let isClient = role == .client
             deflater = MessageDeflater(

@@ -49,7 +49,10 @@ struct CancellationTests {
                     }
                     // Wait (boundedly) until everyone is parked: every child waiting in the runtime.
                     let deadline = ContinuousClock.now + .seconds(60)
-                    while group.waitingTaskCount < 10_000 + listeners.count && ContinuousClock.now < deadline {
+                    // (Connects in flight count as waiting too, so also wait for every connection to be up.)
+                    while (connected.value < connectionCount || group.waitingTaskCount < 10_000 + listeners.count)
+                        && ContinuousClock.now < deadline
+                    {
                         try? await Task.sleep(for: .milliseconds(5))
                     }
                     let parked = group.waitingTaskCount

@@ -221,3 +221,21 @@ struct DeflateTests {
         #expect(error.closeCode == .invalidFramePayloadData)
     }
 }
+
+@Suite("Limits with compression")
+struct CompressedLimitTests {
+    @Test("an incompressible message at the size limit passes even though its compressed frame is larger")
+    func incompressibleAtLimit() {
+        let limit = 1 << 20
+        let parameters = PerMessageDeflateParameters()
+        let configuration = WebSocketConnection.Configuration(maximumFrameSize: limit, maximumMessageSize: limit, compression: parameters)
+        var server = WebSocketConnection(role: .server, configuration: configuration)
+        var client = WebSocketConnection(role: .client, configuration: configuration)
+        let payload = Crypto.randomBytes(limit)
+        server.send(.binary(payload))
+        let wire = server.takeOutput()
+        #expect(wire.count > limit)
+        client.receive(wire)
+        #expect(client.nextEvent() == .message(.binary(payload)))
+    }
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""A Python `websockets` server that the interop tests drive. Prints `listening PORT`, then serves:
+
+  /            echo every message (text stays text, binary stays binary)
+  /whoami      send the Authorization header the server saw, then echo
+  /close/CODE  echo one message, then close with CODE and reason "bye"
+
+Options: --cert FILE --key FILE serve wss; --subprotocol NAME (repeatable) accepted subprotocols.
+Loopback only. Exits when stdin closes, so a killed test never leaves it running.
+"""
+import argparse
+import asyncio
+import ssl
+import sys
+
+from websockets.asyncio.server import serve
+
+
+async def handler(connection):
+    path = connection.request.path
+    if path == "/whoami":
+        await connection.send(connection.request.headers.get("Authorization", "<none>"))
+    close_code = int(path.split("/")[2]) if path.startswith("/close/") else None
+    async for message in connection:
+        await connection.send(message)
+        if close_code is not None:
+            await connection.close(code=close_code, reason="bye")
+            return
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
+    parser.add_argument("--subprotocol", action="append", default=[])
+    arguments = parser.parse_args()
+    context = None
+    if arguments.cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(arguments.cert, arguments.key)
+    # max_queue=None: websockets otherwise fails messages of more fragments than its queue (1009
+    # "too many fragments"), a policy of its own that the fragmentation tests would trip.
+    async with serve(handler, "127.0.0.1", 0, ssl=context, max_size=32 * 1024 * 1024, max_queue=None,
+                     subprotocols=arguments.subprotocol or None) as server:
+        print(f"listening {server.sockets[0].getsockname()[1]}", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+asyncio.run(main())

@@ -92,3 +92,10 @@ extension AsyncStream<WebSocketManager.Event>.Iterator {
         return nil
     }
 }
+
+/// A thread-safe list that escaping closures can append to.
+final class Collected<Element: Sendable>: Sendable {
+    private let storage = Mutex<[Element]>([])
+    func append(_ element: Element) { storage.withLock { $0.append(element) } }
+    var all: [Element] { storage.withLock { $0 } }
+}

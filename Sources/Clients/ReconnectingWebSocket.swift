@@ -1,0 +1,150 @@
+import Runtime
+import WebSocket
+
+/// A WebSocket that reconnects after unintended disconnects, with ``ReconnectPolicy`` backoff: the
+/// reference's `ReconnectingWebSocket`, with exact sub-second delays, an injected clock and RNG, and
+/// events that say what it is doing.
+///
+/// ``run()`` connects, forwards the connection's events, and on an unintended disconnect waits the
+/// policy's delay and connects again; attempts reset after each successful connection. It ends after
+/// ``disconnect(code:reason:)`` (never reconnecting after it), when the attempts are used up, or when its
+/// task is cancelled. One live connection at most, always.
+public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
+    public enum Event: Sendable {
+        case connected(subprotocol: String?)
+        case text(String)
+        case data([UInt8])
+        case disconnected(WebSocketCloseCode, String?)
+        case error(WebSocketClientError)
+        /// Waiting `delay` before attempt `attempt` (1-based since the last successful connection).
+        case reconnecting(attempt: Int, delay: Duration)
+        /// The policy's attempts are used up; the stream finishes next.
+        case gaveUp(attempts: Int)
+    }
+
+    public nonisolated let loop: EventLoop
+    public nonisolated let url: WebSocketURL
+    public nonisolated let configuration: WebSocketClientConfiguration
+    public nonisolated let policy: ReconnectPolicy
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+    private let clock: C
+    private var random: any RandomNumberGenerator & Sendable
+    private var current: WebSocketManager?
+    private var isIntentionalDisconnect = false
+    private var wakeUp: CheckedContinuation<Void, Never>?
+    private let eventStream: AsyncStream<Event>
+    private let eventContinuation: AsyncStream<Event>.Continuation
+    /// Connections made so far (successful handshakes).
+    public private(set) var connectionCount = 0
+
+    public init(
+        url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), policy: ReconnectPolicy = .init(),
+        loop: EventLoop, clock: C, random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
+    ) {
+        self.url = url
+        self.configuration = configuration
+        self.policy = policy
+        self.loop = loop
+        self.clock = clock
+        self.random = random
+        (eventStream, eventContinuation) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// All connections' events in order, plus `reconnecting` and `gaveUp`. One consumer.
+    public nonisolated func events() -> AsyncStream<Event> { eventStream }
+
+    public func run() async {
+        var attempt = 0
+        var previousDelay: Duration?
+        while !isIntentionalDisconnect && !Task.isCancelled {
+            let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
+            current = manager
+            var didConnect = false
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask(executorPreference: loop.taskExecutor) { await manager.run() }
+                for await event in manager.events() {
+                    switch event {
+                    case .connected(let subprotocol):
+                        didConnect = true
+                        connectionCount += 1
+                        eventContinuation.yield(.connected(subprotocol: subprotocol))
+                    case .text(let text): eventContinuation.yield(.text(text))
+                    case .data(let bytes): eventContinuation.yield(.data(bytes))
+                    case .disconnected(let code, let reason): eventContinuation.yield(.disconnected(code, reason))
+                    case .error(let error): eventContinuation.yield(.error(error))
+                    }
+                }
+            }
+            current = nil
+            if didConnect {
+                attempt = 0
+                previousDelay = nil
+            }
+            guard !isIntentionalDisconnect, !Task.isCancelled else { break }
+            attempt += 1
+            guard policy.allows(attempt: attempt) else {
+                eventContinuation.yield(.gaveUp(attempts: attempt - 1))
+                break
+            }
+            let delay = policy.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
+            previousDelay = delay
+            eventContinuation.yield(.reconnecting(attempt: attempt, delay: delay))
+            await sleepUnlessWoken(delay)
+        }
+        eventContinuation.finish()
+    }
+
+    /// Sleeps on the injected clock; ``disconnect(code:reason:)`` or cancellation ends it early.
+    private func sleepUnlessWoken(_ delay: Duration) async {
+        let clock = clock
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await clock.sleep(for: delay) }
+            group.addTask(executorPreference: loop.taskExecutor) { await self.waitForWakeUp() }
+            _ = await group.next()
+            group.cancelAll()
+            wakeUp?.resume()
+            wakeUp = nil
+        }
+    }
+
+    private func waitForWakeUp() async {
+        guard !isIntentionalDisconnect else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { wakeUp = $0 }
+        } onCancel: {
+            // Deferred, so it never interleaves with a running job of this actor.
+            loop.execute { self.assumeIsolated { $0.wake() } }
+        }
+    }
+
+    private func wake() {
+        wakeUp?.resume()
+        wakeUp = nil
+    }
+
+    /// Sends on the current connection. - Throws: `not_connected` between connections.
+    public func send(text: String) async throws(WebSocketClientError) {
+        guard let current else { throw WebSocketClientError(.notConnected, "reconnecting") }
+        try await current.send(text: text)
+    }
+
+    public func send(data: [UInt8]) async throws(WebSocketClientError) {
+        guard let current else { throw WebSocketClientError(.notConnected, "reconnecting") }
+        try await current.send(data: data)
+    }
+
+    /// Closes for good: the current connection closes normally and no reconnect follows.
+    public func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+        isIntentionalDisconnect = true
+        wake()
+        await current?.disconnect(code: code, reason: reason)
+    }
+}
+
+extension ReconnectingWebSocket where C == LoopClock {
+    /// A reconnecting WebSocket on the runtime's clock with a system RNG for jitter.
+    public init(url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), policy: ReconnectPolicy = .init(), loop: EventLoop) {
+        self.init(url: url, configuration: configuration, policy: policy, loop: loop, clock: LoopClock())
+    }
+}

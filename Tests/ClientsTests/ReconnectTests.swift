@@ -1,0 +1,167 @@
+import Clients
+import EmbeddedServer
+import Runtime
+import Synchronization
+import TestSupport
+import Testing
+import WebSocket
+
+/// A deterministic RNG (SplitMix64) so jittered schedules can be computed twice and compared.
+struct SeededRandom: RandomNumberGenerator, Sendable {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+@Suite("Reconnect policy")
+struct ReconnectPolicyTests {
+    @Test("no jitter: exact exponential schedule with sub-second steps and a cap")
+    func exactSchedule() {
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(250), maximumDelay: .seconds(2), multiplier: 1.5, jitter: .none)
+        var random = SeededRandom(state: 1)
+        let delays = (1...8).map { policy.delay(attempt: $0, previousDelay: nil, using: &random) }
+        #expect(delays == [.milliseconds(250), .milliseconds(375), .microseconds(562_500), .microseconds(843_750),
+                           .nanoseconds(1_265_625_000), .nanoseconds(1_898_437_500), .seconds(2), .seconds(2)])
+        // The reference truncated to whole seconds: 250 ms became 0 s. Ours never does.
+        #expect(delays.allSatisfy { $0 > .zero })
+    }
+
+    @Test("each jitter strategy draws inside its bounds, reproducibly for a seed", arguments: ReconnectPolicy.Jitter.allCases)
+    func jitterBounds(jitter: ReconnectPolicy.Jitter) {
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(10), jitter: jitter)
+        var first = SeededRandom(state: 42)
+        var second = SeededRandom(state: 42)
+        var previous: Duration?
+        var previousAgain: Duration?
+        for attempt in 1...12 {
+            let bounds = policy.bounds(attempt: attempt, previousDelay: previous)
+            let delay = policy.delay(attempt: attempt, previousDelay: previous, using: &first)
+            let again = policy.delay(attempt: attempt, previousDelay: previousAgain, using: &second)
+            #expect(bounds.contains(delay), "attempt \(attempt): \(delay) outside \(bounds)")
+            #expect(delay == again)
+            #expect(delay <= .seconds(10))
+            previous = delay
+            previousAgain = again
+        }
+        let base = policy.baseDelay(attempt: 4)
+        switch jitter {
+        case .none: #expect(policy.bounds(attempt: 4, previousDelay: nil) == base...base)
+        case .full: #expect(policy.bounds(attempt: 4, previousDelay: nil) == .zero...base)
+        case .equal: #expect(policy.bounds(attempt: 4, previousDelay: nil) == .milliseconds(400)...base)
+        case .decorrelated: #expect(policy.bounds(attempt: 4, previousDelay: .milliseconds(300)) == .milliseconds(100)...(.milliseconds(900)))
+        }
+    }
+
+    @Test("attempt limits")
+    func limits() {
+        #expect(ReconnectPolicy(maximumAttempts: 3).allows(attempt: 3))
+        #expect(!ReconnectPolicy(maximumAttempts: 3).allows(attempt: 4))
+        #expect(ReconnectPolicy(maximumAttempts: nil).allows(attempt: 1_000_000))
+        #expect(ReconnectPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(30)).baseDelay(attempt: 10_000) == .seconds(30))
+    }
+}
+
+/// Names of reconnecting events, with delays.
+private func names(_ events: [ReconnectingWebSocket<ManualClock>.Event]) -> [String] {
+    events.map { event in
+        switch event {
+        case .connected: "connected"
+        case .text: "text"
+        case .data: "data"
+        case .disconnected(let code, _): "disconnected(\(code.rawValue))"
+        case .error(let error): "error(\(error.code.rawValue))"
+        case .reconnecting(let attempt, let delay): "reconnecting(\(attempt), \(delay))"
+        case .gaveUp(let attempts): "gaveUp(\(attempts))"
+        }
+    }
+}
+
+@Suite("ReconnectingWebSocket", .serialized)
+struct ReconnectingWebSocketTests {
+    @Test("reconnects after server closes with exact backoff; attempts reset after each success; intentional disconnect ends it")
+    func reconnectsAndResets() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            let chaos = ChaosOptions(closeAfter: .milliseconds(20), closeCode: .goingAway)
+            try await withEmbeddedServer(ServerConfiguration(chaos: chaos), on: group) { server in
+                let clock = ManualClock()
+                let policy = ReconnectPolicy(initialDelay: .milliseconds(300), jitter: .none, maximumAttempts: 5)
+                let socket = ReconnectingWebSocket(url: try WebSocketURL(server.url), policy: policy, loop: group.loops[0], clock: clock)
+                let collected = Collected<ReconnectingWebSocket<ManualClock>.Event>()
+                try await withThrowingTaskGroup(of: Void.self) { tasks in
+                    tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await socket.run() }
+                    tasks.addTask {
+                        for await event in socket.events() { collected.append(event) }
+                    }
+                    for round in 1...3 {
+                        await clock.waitForSleepers(count: 1)
+                        #expect(clock.recordedDeadlines.count == round)
+                        clock.advance(by: .milliseconds(300))
+                    }
+                    // Connected a fourth time: now disconnect on purpose; no further attempt may follow.
+                    while await socket.connectionCount < 4 { try await Task.sleep(for: .milliseconds(2)) }
+                    await socket.disconnect()
+                    while try await tasks.next() != nil {}
+                }
+                let events = names(collected.all)
+                #expect(events.filter { $0 == "connected" }.count == 4)
+                // Every reconnect is attempt 1 with the initial delay: attempts reset after success.
+                #expect(events.filter { $0.hasPrefix("reconnecting") } == Array(repeating: "reconnecting(1, 0.3 seconds)", count: 3))
+                #expect(events.filter { $0.hasPrefix("disconnected") }.prefix(3).allSatisfy { $0 == "disconnected(1001)" })
+                #expect(events.last == "disconnected(1000)")
+                #expect(clock.recordedDeadlines.map(\.offset) == [.milliseconds(300), .milliseconds(600), .milliseconds(900)])
+            }
+        }
+    }
+
+    @Test("against a dead server: growing delays, then it gives up after maximumAttempts")
+    func givesUp() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            let loop = group.loops[0]
+            let port = try await loop.submit {
+                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
+                defer { listener.close() }
+                return listener.localAddress.port
+            }
+            let clock = ManualClock()
+            let policy = ReconnectPolicy(initialDelay: .milliseconds(100), multiplier: 2, jitter: .none, maximumAttempts: 3)
+            let socket = ReconnectingWebSocket(url: try WebSocketURL("ws://127.0.0.1:\(port)/"), policy: policy, loop: loop, clock: clock)
+            let collected = Collected<ReconnectingWebSocket<ManualClock>.Event>()
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask(executorPreference: loop.taskExecutor) { await socket.run() }
+                tasks.addTask { for await event in socket.events() { collected.append(event) } }
+                for delay in [100, 200, 400] {
+                    await clock.waitForSleepers(count: 1)
+                    clock.advance(by: .milliseconds(delay))
+                }
+                while try await tasks.next() != nil {}
+            }
+            #expect(names(collected.all) == [
+                "error(connect)", "reconnecting(1, 0.1 seconds)", "error(connect)", "reconnecting(2, 0.2 seconds)",
+                "error(connect)", "reconnecting(3, 0.4 seconds)", "error(connect)", "gaveUp(3)",
+            ])
+        }
+    }
+
+    @Test("disconnect during a backoff wait ends at once without another attempt")
+    func disconnectWhileWaiting() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            let loop = group.loops[0]
+            let clock = ManualClock()
+            let socket = ReconnectingWebSocket(url: try WebSocketURL("ws://127.0.0.1:1/"),
+                                               policy: ReconnectPolicy(initialDelay: .seconds(30), jitter: .none), loop: loop, clock: clock)
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask(executorPreference: loop.taskExecutor) { await socket.run() }
+                await clock.waitForSleepers(count: 1)
+                await socket.disconnect()
+                while try await tasks.next() != nil {}
+            }
+            #expect(await socket.connectionCount == 0)
+            #expect(clock.recordedDeadlines.count == 1)
+        }
+    }
+}

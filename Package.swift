@@ -24,7 +24,10 @@ let package = Package(
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "Clients", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
         .target(name: "EmbeddedServer", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
-        .target(name: "WSLoadCLI", dependencies: ["Runtime"], swiftSettings: swiftSettings),
+        .target(
+            name: "WSLoadCLI", dependencies: ["Runtime", "Clients", "EmbeddedServer", "WebSocket", "HTTP1"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "WSLoadBench",
@@ -41,7 +44,7 @@ let package = Package(
         ),
         .target(name: "TestSupport", dependencies: ["Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
-        .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI"]),
+        .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "WebSocket"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),

@@ -9,7 +9,8 @@ import Synchronization
 public final class GracefulShutdown: Sendable {
     private struct State {
         var signal: Int32?
-        var waiters: [CheckedContinuation<Int32, Never>] = []
+        var nextWaiterID = 0
+        var waiters: [Int: CheckedContinuation<Int32?, Never>] = [:]
     }
 
     private let state = Mutex(State())
@@ -24,25 +25,34 @@ public final class GracefulShutdown: Sendable {
 
     /// Requests a stop; waiters resume. Later requests are ignored.
     public func request(signal: Int32 = 0) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Int32, Never>] in
+        let waiters = state.withLock { state -> [CheckedContinuation<Int32?, Never>] in
             guard state.signal == nil else { return [] }
             state.signal = signal
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
         }
         for waiter in waiters { waiter.resume(returning: signal) }
     }
 
-    /// Waits until a stop is requested and returns the signal number (`0` if programmatic).
-    /// Cancelling the waiting task does not end the wait: race it against other work in a task group.
-    public func wait() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let signal = state.withLock { state -> Int32? in
-                if let signal = state.signal { return signal }
-                state.waiters.append(continuation)
-                return nil
+    /// Waits until a stop is requested and returns the signal number (`0` if programmatic), or nil
+    /// if the waiting task is cancelled first (so it can race other work in a task group).
+    public func wait() async -> Int32? {
+        let id = state.withLock { state -> Int in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let signal = state.withLock { state -> Int32?? in
+                    if let signal = state.signal { return .some(signal) }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiters[id] = continuation
+                    return .none
+                }
+                if let signal { continuation.resume(returning: signal) }
             }
-            if let signal { continuation.resume(returning: signal) }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
         }
     }
 }

@@ -11,6 +11,8 @@ public struct TLSConfiguration: Sendable, Hashable {
     public var certificateChainFile: String?
     /// The private key for ``certificateChainFile`` (PEM).
     public var privateKeyFile: String?
+    /// A certificate and key held in memory (e.g. a generated self-signed one) instead of files.
+    public var certificateAndKey: CertificateAndKey?
     /// ALPN protocols in preference order, e.g. `["http/1.1"]`.
     public var applicationProtocols: [String]
     public var minimumVersion: Version
@@ -23,6 +25,7 @@ public struct TLSConfiguration: Sendable, Hashable {
         isInsecure: Bool = false,
         certificateChainFile: String? = nil,
         privateKeyFile: String? = nil,
+        certificateAndKey: CertificateAndKey? = nil,
         applicationProtocols: [String] = [],
         minimumVersion: Version = .tls12,
         maximumVersion: Version = .tls13,
@@ -32,6 +35,7 @@ public struct TLSConfiguration: Sendable, Hashable {
         self.isInsecure = isInsecure
         self.certificateChainFile = certificateChainFile
         self.privateKeyFile = privateKeyFile
+        self.certificateAndKey = certificateAndKey
         self.applicationProtocols = applicationProtocols
         self.minimumVersion = minimumVersion
         self.maximumVersion = maximumVersion

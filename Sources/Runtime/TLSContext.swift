@@ -58,6 +58,8 @@ public final class TLSContext: Sendable {
             guard SSL_CTX_check_private_key(context) == 1 else {
                 throw tlsError(.tlsConfiguration, "SSL_CTX_check_private_key", about: "\(key) does not match \(chain)")
             }
+        } else if let pair = configuration.certificateAndKey {
+            try useInMemory(pair)
         } else if role == .server {
             throw RuntimeError(.tlsConfiguration, function: "TLSContext", detail: "a TLS server needs a certificate and key")
         }
@@ -116,6 +118,28 @@ public final class TLSContext: Sendable {
                 }, Unmanaged.passUnretained(self).toOpaque())
             }
         }
+    }
+
+    private func useInMemory(_ pair: CertificateAndKey) throws(RuntimeError) {
+        func readPEM<T>(_ text: String, _ read: (OpaquePointer) -> T?) -> T? {
+            let bytes = Array(text.utf8)
+            return bytes.withUnsafeBytes { raw -> T? in
+                guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
+                defer { BIO_free(bio) }
+                return read(bio)
+            }
+        }
+        guard let certificate = readPEM(pair.certificatePEM, { PEM_read_bio_X509($0, nil, nil, nil) }) else {
+            throw tlsError(.tlsConfiguration, "PEM_read_bio_X509", about: "in-memory certificate")
+        }
+        defer { X509_free(certificate) }
+        guard let key = readPEM(pair.privateKeyPEM, { PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else {
+            throw tlsError(.tlsConfiguration, "PEM_read_bio_PrivateKey", about: "in-memory key")
+        }
+        defer { EVP_PKEY_free(key) }
+        guard SSL_CTX_use_certificate(context, certificate) == 1, SSL_CTX_use_PrivateKey(context, key) == 1,
+            SSL_CTX_check_private_key(context) == 1
+        else { throw tlsError(.tlsConfiguration, "SSL_CTX_use_certificate", about: "in-memory certificate and key") }
     }
 
     // MARK: Session cache

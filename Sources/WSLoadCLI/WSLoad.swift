@@ -7,7 +7,7 @@ public enum WSLoad {
     public static let version = "0.1.0"
 
     /// The subcommands, in the order help lists them. Each arrives with the issue that builds it.
-    static let commands: [any Subcommand.Type] = [HelpCommand.self]
+    static let commands: [any Subcommand.Type] = [ServeCommand.self, AutobahnCommand.self, HelpCommand.self]
 
     /// Runs `wsload` with `arguments` (without the program name) and returns the exit code.
     public static func main(arguments: [String], output: CommandOutput = .standard) async -> ExitCode {

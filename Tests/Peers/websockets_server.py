@@ -5,6 +5,13 @@
   /whoami      send the Authorization header the server saw, then echo
   /close/CODE  echo one message, then close with CODE and reason "bye"
 
+and a miniature Autobahn fuzzing server (the protocol `wsload autobahn` speaks):
+
+  /getCaseCount                 send "3" and close
+  /runCase?case=N&agent=A       send N text messages and one binary, check the echoes, print
+                                `case N ok` or `case N mismatch`, close 1000
+  /updateReports?agent=A        print `reports A`, close 1000
+
 Options: --cert FILE --key FILE serve wss; --subprotocol NAME (repeatable) accepted subprotocols.
 Loopback only. Exits when stdin closes, so a killed test never leaves it running.
 """
@@ -12,11 +19,32 @@ import argparse
 import asyncio
 import ssl
 import sys
+import urllib.parse
 
 from websockets.asyncio.server import serve
 
 
+async def autobahn(connection, path, query):
+    if path == "/getCaseCount":
+        await connection.send("3")
+    elif path == "/runCase":
+        number = int(query["case"][0])
+        sent = [f"case {number} message {index} ✓" for index in range(number)] + [bytes([number]) * (number * 100)]
+        matched = True
+        for message in sent:
+            await connection.send(message)
+            matched = matched and (await connection.recv()) == message
+        print(f"case {number} {'ok' if matched else 'mismatch'} agent={query['agent'][0]}", flush=True)
+    elif path == "/updateReports":
+        print(f"reports {query['agent'][0]}", flush=True)
+    await connection.close(code=1000)
+
+
 async def handler(connection):
+    parsed = urllib.parse.urlsplit(connection.request.path)
+    if parsed.path in ("/getCaseCount", "/runCase", "/updateReports"):
+        await autobahn(connection, parsed.path, urllib.parse.parse_qs(parsed.query))
+        return
     path = connection.request.path
     if path == "/whoami":
         await connection.send(connection.request.headers.get("Authorization", "<none>"))

@@ -31,7 +31,7 @@ let signal = try await withShutdownSignals(on: loop) { shutdown in
             _ = try await client.read(into: &buffer)
         }
         tasks.addTask(executorPreference: loop.taskExecutor) { try await loop.sleep(for: .seconds(3600)) }
-        let signal = await shutdown.wait()
+        let signal = await shutdown.wait() ?? 0
         say("stopping after \(signalName(signal))")
         if mode == "stuck" {
             while true { try? await Task.sleep(for: .seconds(1)) }

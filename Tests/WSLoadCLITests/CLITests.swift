@@ -38,6 +38,8 @@ struct CLITests {
               -h, --help              Show help information.
 
             SUBCOMMANDS:
+              serve                   Run the embedded WebSocket echo server (with chaos options).
+              autobahn                Run the Autobahn|Testsuite client cases against a fuzzing server.
               help                    Show help for a subcommand.
 
               See 'wsload help <subcommand>' for detailed help.

@@ -1,0 +1,94 @@
+/// A command-line mistake: reported with the option it concerns, exit code 64.
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Options and flags of one subcommand, parsed from `--name value`, `--name=value` and `--flag`.
+struct Arguments {
+    private var values: [String: [String]] = [:]
+    private var flags: Set<String> = []
+
+    /// - Parameters:
+    ///   - valueOptions: options that take a value (without the leading dashes).
+    ///   - flagOptions: options that take none.
+    init(_ arguments: [String], valueOptions: Set<String>, flagOptions: Set<String>) throws(UsageError) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--"), argument.count > 2 else {
+                throw UsageError("unexpected argument '\(argument)'")
+            }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            if flagOptions.contains(name) {
+                guard inlineValue == nil else { throw UsageError("option '--\(name)' takes no value") }
+                flags.insert(name)
+            } else if valueOptions.contains(name) {
+                if let inlineValue {
+                    values[name, default: []].append(inlineValue)
+                } else {
+                    index += 1
+                    guard index < arguments.count else { throw UsageError("option '--\(name)' needs a value") }
+                    values[name, default: []].append(arguments[index])
+                }
+            } else {
+                throw UsageError("unknown option '--\(name)'")
+            }
+            index += 1
+        }
+    }
+
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+
+    /// The last value given for `name`.
+    func value(_ name: String) -> String? { values[name]?.last }
+
+    /// Every value given for a repeatable option.
+    func values(_ name: String) -> [String] { values[name] ?? [] }
+
+    func integer(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let text = value(name) else { return nil }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError("--\(name): \"\(text)\" is not a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+
+    func fraction(_ name: String) throws(UsageError) -> Double? {
+        guard let text = value(name) else { return nil }
+        guard let number = Double(text), (0...1).contains(number) else {
+            throw UsageError("--\(name): \"\(text)\" is not a probability from 0 to 1")
+        }
+        return number
+    }
+
+    func duration(_ name: String) throws(UsageError) -> Duration? {
+        guard let text = value(name) else { return nil }
+        guard let duration = parseDuration(text) else {
+            throw UsageError("--\(name): \"\(text)\" is not a duration (use 500ms, 10s, 5m, 2h)")
+        }
+        return duration
+    }
+}
+
+/// Parses `250us`, `500ms`, `10s`, `1.5s`, `5m`, `2h`; nil for anything else (negative included).
+func parseDuration(_ text: String) -> Duration? {
+    let units: [(suffix: String, nanoseconds: Double)] = [
+        ("us", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("h", 3600e9),
+    ]
+    for unit in units where text.hasSuffix(unit.suffix) {
+        let number = text.dropLast(unit.suffix.count)
+        // "10ms" also ends in "s": only accept a plain number before the unit.
+        guard !number.isEmpty, number.allSatisfy({ $0.isNumber || $0 == "." }), let value = Double(number), value.isFinite
+        else { continue }
+        let nanoseconds = value * unit.nanoseconds
+        guard nanoseconds < 9e18 else { return nil }
+        return .nanoseconds(Int64(nanoseconds.rounded()))
+    }
+    return nil
+}

@@ -1,0 +1,147 @@
+import EmbeddedServer
+import Foundation
+import Runtime
+import WebSocket
+
+/// `wsload serve`: the embedded WebSocket echo server, with chaos options.
+enum ServeCommand: Subcommand {
+    static let name = "serve"
+    static let summary = "Run the embedded WebSocket echo server (with chaos options)."
+    static let helpText = """
+        OVERVIEW: Run the embedded WebSocket echo server (with chaos options).
+
+        Echoes text as text and binary as binary, answers pings, negotiates permessage-deflate. Listens on
+        loopback unless told otherwise. Stops on SIGINT/SIGTERM (or after --duration) and prints counts.
+
+        USAGE: wsload serve [options]
+
+        OPTIONS:
+          --host <address>        Address to listen on. (default: 127.0.0.1)
+          --port <port>           Port; 0 picks a free one. (default: 8765)
+          --loops <n>             Event loops (threads). (default: one per core)
+          --subprotocol <name>    Accept this subprotocol (repeatable, in preference order).
+          --no-compression        Do not answer permessage-deflate offers.
+          --tls                   Serve wss:// with a generated self-signed certificate.
+          --cert <file>           Serve wss:// with this PEM certificate chain (needs --key).
+          --key <file>            The PEM private key for --cert.
+          --write-certificate <file>
+                                  With --tls: write the generated certificate (PEM) here for clients to trust.
+          --close-after <duration>
+                                  Close each connection this long after its handshake.
+          --close-probability <p> Close instead of echoing, with probability p per message.
+          --close-code <code>     Close code for chaos closes. (default: 1001)
+          --close-mode <mode>     close (close frame), drop (TCP FIN, no frame) or reset (RST). (default: close)
+          --echo-delay <duration> Wait before each echo.
+          --stop-reading          After the handshake, read nothing (a stalled server).
+          --seed <n>              Seed for chaos draws.
+          --duration <duration>   Stop after this long.
+          -h, --help              Show help information.
+
+        """
+
+    static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
+        let parsed: Arguments
+        let configuration: ServerConfiguration
+        let loopCount: Int
+        let duration: Duration?
+        let certificateOutput: String?
+        do {
+            parsed = try Arguments(
+                arguments,
+                valueOptions: ["host", "port", "loops", "subprotocol", "cert", "key", "write-certificate", "close-after",
+                               "close-probability", "close-code", "close-mode", "echo-delay", "seed", "duration"],
+                flagOptions: ["no-compression", "tls", "stop-reading"])
+            loopCount = try parsed.integer("loops", in: 1...256) ?? EventLoopGroup.defaultLoopCount
+            duration = try parsed.duration("duration")
+            certificateOutput = parsed.value("write-certificate")
+            var chaos = ChaosOptions()
+            chaos.closeAfter = try parsed.duration("close-after")
+            chaos.closeProbability = try parsed.fraction("close-probability") ?? 0
+            if let code = try parsed.integer("close-code", in: 1000...4999) {
+                let closeCode = WebSocketCloseCode(rawValue: UInt16(code))
+                guard closeCode.isValidOnWire else { throw UsageError("--close-code: \(code) may not be sent in a close frame") }
+                chaos.closeCode = closeCode
+            }
+            if let mode = parsed.value("close-mode") {
+                guard let closeMode = ChaosOptions.CloseMode(rawValue: mode) else {
+                    throw UsageError("--close-mode: \"\(mode)\" is not close, drop or reset")
+                }
+                chaos.closeMode = closeMode
+            }
+            chaos.echoDelay = try parsed.duration("echo-delay")
+            chaos.isReadingStopped = parsed.has("stop-reading")
+            chaos.seed = (try parsed.integer("seed", in: 0...Int.max)).map(UInt64.init)
+            if (parsed.value("cert") == nil) != (parsed.value("key") == nil) {
+                throw UsageError("--cert and --key go together")
+            }
+            if certificateOutput != nil && !parsed.has("tls") {
+                throw UsageError("--write-certificate needs --tls")
+            }
+            configuration = ServerConfiguration(
+                host: parsed.value("host") ?? "127.0.0.1", port: try parsed.integer("port", in: 0...65535) ?? 8765,
+                subprotocols: parsed.values("subprotocol"), isCompressionEnabled: !parsed.has("no-compression"), chaos: chaos)
+        } catch {
+            output.printError("Error: \(error)\nSee 'wsload serve --help'.")
+            return .usage
+        }
+
+        var serverConfiguration = configuration
+        do {
+            if let certificate = parsed.value("cert"), let key = parsed.value("key") {
+                serverConfiguration.tls = try TLSContext(
+                    role: .server, configuration: TLSConfiguration(certificateChainFile: certificate, privateKeyFile: key))
+            } else if parsed.has("tls") {
+                let generated = try SelfSignedCertificate.generate()
+                serverConfiguration.tls = try TLSContext(role: .server, configuration: TLSConfiguration(certificateAndKey: generated))
+                output.printError("wsload serve: self-signed certificate, SHA-256 \(generated.fingerprint)")
+                if let path = certificateOutput {
+                    do {
+                        try Data(generated.certificatePEM.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+                    } catch {
+                        output.printError("Error: cannot write the certificate to \(path): \(error.localizedDescription)")
+                        return .ioError
+                    }
+                }
+            }
+        } catch {
+            output.printError("Error: TLS: \(error)")
+            return .noInput
+        }
+
+        ResourceLimits.raiseOpenFileLimit()
+        let group: EventLoopGroup
+        do {
+            group = try EventLoopGroup(loopCount: loopCount)
+        } catch {
+            output.printError("Error: cannot start event loops: \(error)")
+            return .failure
+        }
+        defer { group.shutdown() }
+        let server: EmbeddedServer
+        do {
+            server = try await EmbeddedServer.bind(serverConfiguration, on: group)
+        } catch {
+            output.printError("Error: cannot listen on \(serverConfiguration.host):\(serverConfiguration.port): \(error)")
+            return .failure
+        }
+        output.print("wsload serve: listening on \(server.url) (\(group.loops.count) loops)")
+        let stopSignal = try? await withShutdownSignals(on: group.loops[0]) { shutdown -> Int32? in
+            await withTaskGroup(of: Int32?.self) { tasks in
+                tasks.addTask { await server.run(); return nil }
+                tasks.addTask { await shutdown.wait() }
+                if let duration {
+                    tasks.addTask {
+                        try? await Task.sleep(for: duration)
+                        return nil
+                    }
+                }
+                let first = await tasks.next() ?? nil
+                tasks.cancelAll()
+                return first
+            }
+        }
+        let reason = (stopSignal ?? nil).map { "after \(signalName($0))" } ?? "after \(duration.map { "\($0)" } ?? "stop")"
+        output.print("wsload serve: stopped \(reason); \(server.statistics.summary)")
+        return .success
+    }
+}

@@ -31,7 +31,7 @@ let package = Package(
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "WSLoadBench",
-            dependencies: ["Runtime"],
+            dependencies: ["Runtime", "Clients", "WebSocket"],
             path: "Benchmarks/WSLoadBench",
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,8 @@
 // wsload-bench: prints measured figures; asserts nothing.
 //
 //   swift run -c release wsload-bench runtime [--connections 1000] [--idle 10000] [--seconds 5]
+//   swift run -c release wsload-bench websocket [--connections 1000] [--idle 10000] [--seconds 5]
+//                                               [--peer embedded|node|both] [--api receive|events|both]
 //   wsload-bench echo-server            (internal: the peer process the runtime benchmark drives)
 import Foundation
 import Runtime
@@ -21,9 +23,21 @@ case "runtime":
         idleConnections: option("--idle", default: 10_000),
         seconds: option("--seconds", default: 5)
     ).run()
+case "websocket":
+    let peer = arguments.firstIndex(of: "--peer").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil } ?? "both"
+    try await WebSocketBenchmark(
+        connections: option("--connections", default: 1000),
+        idleConnections: option("--idle", default: 10_000),
+        seconds: option("--seconds", default: 5),
+        peers: peer == "both" ? ["embedded", "node"] : [peer],
+        apis: {
+            let api = arguments.firstIndex(of: "--api").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil } ?? "both"
+            return api == "both" ? ["receive", "events"] : [api]
+        }()
+    ).run()
 case "echo-server":
     try await runEchoServer()
 default:
-    FileHandle.standardError.write(Data("usage: wsload-bench runtime [--connections N] [--idle N] [--seconds S]\n".utf8))
+    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both]\n".utf8))
     exit(64)
 }

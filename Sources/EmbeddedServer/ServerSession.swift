@@ -9,7 +9,8 @@ actor ServerSession {
     nonisolated let loop: EventLoop
     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     private var stream: (any ByteStream)?
-    private var connection: WebSocketConnection?
+    /// Non-optional: reading fields through an optional copied the whole struct per message.
+    private var connection = WebSocketConnection.closedPlaceholder
     private var random: ChaosRandom
     private var isClosed = false
     /// Forces the close if the client never answers a chaos close frame.
@@ -105,7 +106,7 @@ actor ServerSession {
         buffer.reserveCapacity(16 * 1024)
         do {
             while !isClosed {
-                while let event = connection?.nextEvent() {
+                while let event = connection.nextEvent() {
                     switch event {
                     case .message(let message):
                         if let delay = chaos.echoDelay { try await loop.sleep(for: delay) }
@@ -113,7 +114,7 @@ actor ServerSession {
                             await chaosClose()
                             continue
                         }
-                        connection?.send(message)
+                        connection.send(message)
                         server.statistics.messagesEchoed.add(1, ordering: .relaxed)
                     case .ping, .pong:
                         break
@@ -129,7 +130,7 @@ actor ServerSession {
                 try await flush()
                 buffer.removeAll(keepingCapacity: true)
                 guard try await stream.read(into: &buffer, maxBytes: 64 * 1024) > 0 else { return }
-                connection?.receive(buffer)
+                connection.receive(buffer)
             }
         } catch {
             return
@@ -137,17 +138,17 @@ actor ServerSession {
     }
 
     private func flush() async throws {
-        guard let stream, let bytes = connection?.takeOutput(), !bytes.isEmpty else { return }
-        try await stream.write(bytes)
+        guard let stream, connection.hasOutput else { return }
+        try await stream.write(connection.takeOutput())
     }
 
     /// Ends the connection the way ``ChaosOptions/closeMode`` says.
     private func chaosClose() async {
-        guard !isClosed, connection?.state == .open else { return }
+        guard !isClosed, connection.state == .open else { return }
         server.statistics.chaosCloses.add(1, ordering: .relaxed)
         switch chaos.closeMode {
         case .closeFrame:
-            connection?.close(code: chaos.closeCode, reason: "chaos")
+            connection.close(code: chaos.closeCode, reason: "chaos")
             try? await flush()
             // The echo loop ends when the client's close arrives; do not wait forever for it.
             let stream = stream

@@ -115,6 +115,13 @@ public struct WebSocketConnection: Sendable {
         }
     }
 
+    /// A connection that is already closed: a cheap stand-in for owners that create the real one later.
+    public static var closedPlaceholder: WebSocketConnection {
+        var connection = WebSocketConnection(role: .client, random: SystemRandomNumberGenerator())
+        connection.state = .closed
+        return connection
+    }
+
     // MARK: Inbound
 
     /// Appends received bytes; then drain ``nextEvent()``.

@@ -13,10 +13,12 @@ struct WebSocketBenchmark {
     /// `events` (run() + the events stream, a reader task per connection) and/or `receive` (one task
     /// per connection that sends and then calls receive()).
     let apis: [String]
+    /// Client event loops (default: one per core).
+    let loops: Int
 
     func run() async throws {
         ResourceLimits.raiseOpenFileLimit()
-        let group = try EventLoopGroup()
+        let group = try EventLoopGroup(loopCount: loops)
         print("wsload-bench websocket: \(group.loops.count) client loops; peers in child processes (1 core's worth each)")
         for peer in peers {
             let server = try startPeer(peer)
@@ -194,8 +196,13 @@ struct WebSocketBenchmark {
         try await Task.sleep(for: .milliseconds(300))
     }
 
-    /// RSS growth per open, idle WebSocket connection (manager, its run task, reader and ping tasks).
+    /// RSS growth per open, idle WebSocket connection: the manager, its socket, and run()'s task with its
+    /// reader parked in a read (no pings configured).
     private func idle(_ group: EventLoopGroup, url: String, peer: String) async throws {
+        for api in apis { try await idle(group, url: url, peer: peer, api: api) }
+    }
+
+    private func idle(_ group: EventLoopGroup, url: String, peer: String, api: String) async throws {
         let target = try WebSocketURL(url)
         ResourceLimits.trimHeap()
         let before = ResourceLimits.residentMemoryBytes()
@@ -207,9 +214,15 @@ struct WebSocketBenchmark {
                     let loop = group.loop(for: index)
                     let manager = WebSocketManager(url: target, loop: loop)
                     managers.withLock { $0.append(manager) }
-                    tasks.addTask(executorPreference: loop.taskExecutor) { await manager.run() }
+                    // As a load driver holds an idle connection: connect, then run() (its reader parked).
                     tasks.addTask(executorPreference: loop.taskExecutor) {
-                        for await event in manager.events() { if case .connected = event { connected.increment() } }
+                        guard (try? await manager.connect()) != nil else { return }
+                        connected.increment()
+                        if api == "receive" {
+                            _ = try? await manager.receive()  // One task, parked in the read.
+                        } else {
+                            await manager.run()
+                        }
                     }
                     if index % 500 == 499 { try? await Task.sleep(for: .milliseconds(20)) }
                 }
@@ -220,8 +233,8 @@ struct WebSocketBenchmark {
         try await Task.sleep(for: .milliseconds(500))
         ResourceLimits.trimHeap()
         let after = ResourceLimits.residentMemoryBytes()
-        print(String(format: "idle vs %@: %d of %d connected, RSS +%.1f MiB = %.2f KB per connection (client side)",
-                     peer, connected.value, idleConnections, Double(after - before) / 1_048_576,
+        print(String(format: "idle vs %@ (%@ API): %d of %d connected, RSS +%.1f MiB = %.2f KB per connection (client side)",
+                     peer, api, connected.value, idleConnections, Double(after - before) / 1_048_576,
                      Double(after - before) / Double(max(1, connected.value)) / 1024))
         for manager in managers.withLock({ $0 }) { await manager.disconnect() }
         await holder.value

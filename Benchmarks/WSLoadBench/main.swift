@@ -2,7 +2,7 @@
 //
 //   swift run -c release wsload-bench runtime [--connections 1000] [--idle 10000] [--seconds 5]
 //   swift run -c release wsload-bench websocket [--connections 1000] [--idle 10000] [--seconds 5]
-//                                               [--peer embedded|node|both] [--api receive|events|both]
+//                                               [--peer embedded|node|both] [--api receive|events|both] [--loops N]
 //   wsload-bench echo-server            (internal: the peer process the runtime benchmark drives)
 import Foundation
 import Runtime
@@ -33,11 +33,12 @@ case "websocket":
         apis: {
             let api = arguments.firstIndex(of: "--api").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil } ?? "both"
             return api == "both" ? ["receive", "events"] : [api]
-        }()
+        }(),
+        loops: option("--loops", default: EventLoopGroup.defaultLoopCount)
     ).run()
 case "echo-server":
     try await runEchoServer()
 default:
-    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both]\n".utf8))
+    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both] [--loops N]\n".utf8))
     exit(64)
 }

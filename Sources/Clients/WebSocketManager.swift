@@ -72,21 +72,33 @@ public actor WebSocketManager {
 
     // MARK: Lifecycle
 
-    /// Connects, then serves the connection until it closes (by either side, by failure, or by
-    /// cancelling the calling task). Never throws: failures are events.
+    /// Connects (unless ``connect()`` already did), then serves the connection until it closes (by either
+    /// side, by failure, or by cancelling the calling task). Never throws: failures are events.
     public func run() async {
-        do {
-            try await connect()
-        } catch {
-            eventContinuation.yield(.error(error))
-            finish()
-            return
+        if state != .open {
+            do {
+                try await connect()
+            } catch {
+                eventContinuation.yield(.error(error))
+                finish()
+                return
+            }
         }
         isRunning = true
         await withTaskGroup(of: Void.self) { group in
-            group.addTask(executorPreference: loop.taskExecutor) { await self.readLoop() }
-            group.addTask(executorPreference: loop.taskExecutor) { await self.pingLoop() }
-            _ = await group.next()  // The reader ends the connection.
+            group.addTask(executorPreference: loop.taskExecutor) {
+                await self.readLoop()
+                await self.post(.readerEnded)
+            }
+            // The ping task exists only while pinging is on: an idle connection holds just its reader.
+            var hasPingTask = false
+            while true {
+                if pingInterval != nil && !hasPingTask {
+                    hasPingTask = true
+                    group.addTask(executorPreference: loop.taskExecutor) { await self.pingLoop() }
+                }
+                if await nextCommand() == .readerEnded { break }
+            }
             state = .closed
             pingIntervalWaiter?.resume()
             pingIntervalWaiter = nil
@@ -97,6 +109,26 @@ public actor WebSocketManager {
         let (code, reason) = ending ?? (.abnormalClosure, "connection ended")
         eventContinuation.yield(.disconnected(code, reason))
         finish()
+    }
+
+    /// What run()'s body reacts to while its children work.
+    private enum Command { case pingingChanged, readerEnded }
+
+    private var pendingCommands: [Command] = []
+    private var commandWaiter: CheckedContinuation<Command, Never>?
+
+    private func post(_ command: Command) {
+        if let waiter = commandWaiter {
+            commandWaiter = nil
+            waiter.resume(returning: command)
+        } else {
+            pendingCommands.append(command)
+        }
+    }
+
+    private func nextCommand() async -> Command {
+        if !pendingCommands.isEmpty { return pendingCommands.removeFirst() }
+        return await withCheckedContinuation { commandWaiter = $0 }
     }
 
     private func finish() {
@@ -255,8 +287,8 @@ public actor WebSocketManager {
 
     private func readLoop() async {
         guard let stream else { return }
+        // Grows to what reads deliver; no up-front reservation (idle connections must stay small).
         var buffer: [UInt8] = []
-        buffer.reserveCapacity(16 * 1024)
         do {
             while true {
                 while let event = connection.nextEvent() {
@@ -445,6 +477,7 @@ public actor WebSocketManager {
         pingInterval = interval
         pingIntervalWaiter?.resume()
         pingIntervalWaiter = nil
+        if isRunning { post(.pingingChanged) }
     }
 
     /// Stops periodic pings (after the current one).

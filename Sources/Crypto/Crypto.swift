@@ -90,8 +90,9 @@ public enum Crypto {
 
 /// A `RandomNumberGenerator` backed by OpenSSL's CSPRNG, buffered to amortize the call.
 public struct SecureRandomNumberGenerator: RandomNumberGenerator, Sendable {
-    private var buffer = [UInt8](repeating: 0, count: 256)
-    private var offset = 256
+    // 64 bytes: eight masking keys per RAND_bytes call, and small enough for 10,000s of connections.
+    private var buffer = [UInt8](repeating: 0, count: 64)
+    private var offset = 64
 
     public init() {}
 

@@ -102,8 +102,8 @@ actor ServerSession {
             try? await loop.sleep(for: .seconds(365 * 24 * 3600))
             return
         }
+        // Grows to what reads deliver; no up-front reservation (idle connections must stay small).
         var buffer: [UInt8] = []
-        buffer.reserveCapacity(16 * 1024)
         do {
             while !isClosed {
                 while let event = connection.nextEvent() {

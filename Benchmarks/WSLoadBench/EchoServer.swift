@@ -31,11 +31,21 @@ func runEchoServer() async throws {
 
 /// Starts `wsload-bench echo-server` as a child and returns it with its port.
 func startEchoServerProcess() throws -> (process: Process, port: Int) {
+    let (process, line) = try startChildProcess(URL(fileURLWithPath: CommandLine.arguments[0]), arguments: ["echo-server"])
+    guard line.hasPrefix("listening "), let port = Int(line.dropFirst(10)) else {
+        throw RuntimeError(.io, function: "echo-server", detail: "unexpected output: \(line)")
+    }
+    return (process, port)
+}
+
+/// Starts a benchmark peer and returns it with the first line it printed (peers announce their port).
+func startChildProcess(_ executable: URL, arguments: [String]) throws -> (process: Process, firstLine: String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = ["echo-server"]
+    process.executableURL = executable
+    process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
+    process.standardInput = Pipe()
     try process.run()
     var line = Data()
     while !line.contains(UInt8(ascii: "\n")) {
@@ -43,9 +53,5 @@ func startEchoServerProcess() throws -> (process: Process, port: Int) {
         if chunk.isEmpty { break }
         line.append(chunk)
     }
-    let text = String(decoding: line, as: UTF8.self)
-    guard text.hasPrefix("listening "), let port = Int(text.dropFirst(10).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-        throw RuntimeError(.io, function: "echo-server", detail: "unexpected output: \(text)")
-    }
-    return (process, port)
+    return (process, String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
 }

@@ -36,31 +36,19 @@ struct WebSocketBenchmark {
 
     /// Starts a peer and reads its URL from its first line.
     private func startPeer(_ name: String) throws -> (process: Process, url: String) {
-        let process = Process()
         let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let (process, text): (Process, String)
         switch name {
         case "embedded":
-            process.executableURL = binaries.appendingPathComponent("wsload")
-            process.arguments = ["serve", "--port", "0", "--loops", "1", "--no-compression"]
+            (process, text) = try startChildProcess(binaries.appendingPathComponent("wsload"),
+                                                    arguments: ["serve", "--port", "0", "--loops", "1", "--no-compression"])
         case "node":
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .appendingPathComponent("peers/node_ws_echo.js")
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["node", script.path]
+            (process, text) = try startChildProcess(URL(fileURLWithPath: "/usr/bin/env"), arguments: ["node", script.path])
         default:
             throw RuntimeError(.invalidArgument, function: "peer", detail: "unknown peer \(name) (embedded, node)")
         }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardInput = Pipe()
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if let range = text.range(of: "ws://") {
             return (process, String(text[range.lowerBound...].prefix { $0 != " " }))
         }

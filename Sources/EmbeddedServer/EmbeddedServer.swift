@@ -47,7 +47,7 @@ public final class EmbeddedServer: Sendable {
     }
 
     private func acceptLoop(_ listener: TCPListener, seed: UInt64?) async {
-        var random = ChaosRandom(seed: seed)
+        var random = SeededRandomNumberGenerator(seed: seed)
         await withDiscardingTaskGroup { connections in
             while let tcp = try? await listener.accept() {
                 statistics.accepted.add(1, ordering: .relaxed)
@@ -76,25 +76,4 @@ public final class ServerStatistics: Sendable {
             + "echoed \(messagesEchoed.load(ordering: .relaxed)), chaos closes \(chaosCloses.load(ordering: .relaxed)), "
             + "protocol failures \(protocolFailures.load(ordering: .relaxed))"
     }
-}
-
-/// SplitMix64: small, seedable, good enough for chaos draws (not for keys).
-struct ChaosRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64?) {
-        var system = SystemRandomNumberGenerator()
-        state = seed ?? system.next()
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-
-    /// An independent generator for one connection.
-    mutating func split() -> ChaosRandom { ChaosRandom(seed: next()) }
 }

@@ -11,12 +11,12 @@ actor ServerSession {
     private var stream: (any ByteStream)?
     /// Non-optional: reading fields through an optional copied the whole struct per message.
     private var connection = WebSocketConnection.closedPlaceholder
-    private var random: ChaosRandom
+    private var random: SeededRandomNumberGenerator
     private var isClosed = false
     /// Forces the close if the client never answers a chaos close frame.
     private var closeTimer: ScheduledTimer?
 
-    init(tcp: TCPConnection, server: EmbeddedServer, random: ChaosRandom) {
+    init(tcp: TCPConnection, server: EmbeddedServer, random: SeededRandomNumberGenerator) {
         self.tcp = tcp
         self.server = server
         self.random = random

@@ -6,24 +6,12 @@ import TestSupport
 import Testing
 import WebSocket
 
-/// A deterministic RNG (SplitMix64) so jittered schedules can be computed twice and compared.
-struct SeededRandom: RandomNumberGenerator, Sendable {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
-
 @Suite("Reconnect policy")
 struct ReconnectPolicyTests {
     @Test("no jitter: exact exponential schedule with sub-second steps and a cap")
     func exactSchedule() {
         let policy = ReconnectPolicy(initialDelay: .milliseconds(250), maximumDelay: .seconds(2), multiplier: 1.5, jitter: .none)
-        var random = SeededRandom(state: 1)
+        var random = SeededRandomNumberGenerator(seed: 1)
         let delays = (1...8).map { policy.delay(attempt: $0, previousDelay: nil, using: &random) }
         #expect(delays == [.milliseconds(250), .milliseconds(375), .microseconds(562_500), .microseconds(843_750),
                            .nanoseconds(1_265_625_000), .nanoseconds(1_898_437_500), .seconds(2), .seconds(2)])
@@ -34,8 +22,8 @@ struct ReconnectPolicyTests {
     @Test("each jitter strategy draws inside its bounds, reproducibly for a seed", arguments: ReconnectPolicy.Jitter.allCases)
     func jitterBounds(jitter: ReconnectPolicy.Jitter) {
         let policy = ReconnectPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(10), jitter: jitter)
-        var first = SeededRandom(state: 42)
-        var second = SeededRandom(state: 42)
+        var first = SeededRandomNumberGenerator(seed: 42)
+        var second = SeededRandomNumberGenerator(seed: 42)
         var previous: Duration?
         var previousAgain: Duration?
         for attempt in 1...12 {

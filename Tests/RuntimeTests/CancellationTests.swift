@@ -76,10 +76,7 @@ struct CancellationTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             try await onLoop(loop) {
-                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
-                async let accepted = listener.accept()
-                let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
-                let server = try await accepted
+                let (client, server, listener) = try await connectedPair(on: loop)
                 let reader = Task(executorPreference: loop.taskExecutor) { () async throws -> Int in
                     withUnsafeCurrentTask { $0?.cancel() }
                     var buffer: [UInt8] = []
@@ -104,10 +101,7 @@ struct CancellationTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             try await onLoop(loop) {
-                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
-                async let accepted = listener.accept()
-                let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
-                let server = try await accepted
+                let (client, server, listener) = try await connectedPair(on: loop)
                 let reader = Task(executorPreference: loop.taskExecutor) { () async throws -> Int in
                     var buffer: [UInt8] = []
                     return try await client.read(into: &buffer)

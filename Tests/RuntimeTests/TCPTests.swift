@@ -61,11 +61,8 @@ struct TCPTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             try await onLoop(loop) {
-                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
                 let options = TCPOptions(writeHighWaterMark: 64 * 1024, writeLowWaterMark: 16 * 1024)
-                async let accepted = listener.accept()
-                let client = try await TCPConnection.connect(to: listener.localAddress, on: loop, options: options)
-                let server = try await accepted
+                let (client, server, listener) = try await connectedPair(on: loop, clientOptions: options)
                 let chunk = [UInt8](repeating: 7, count: 256 * 1024)
                 // The peer does not read: the kernel buffers fill, then our queue, then the writer waits.
                 let writesCompleted = Counter()
@@ -123,10 +120,7 @@ struct TCPTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             try await onLoop(loop) {
-                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
-                async let accepted = listener.accept()
-                let client = try await TCPConnection.connect(to: listener.localAddress, on: loop)
-                let server = try await accepted
+                let (client, server, listener) = try await connectedPair(on: loop)
                 server.reset()
                 var buffer: [UInt8] = []
                 let error = await #expect(throws: RuntimeError.self) { _ = try await client.read(into: &buffer) }

@@ -81,3 +81,14 @@ public final class Counter: Sendable {
     public func increment(by amount: Int = 1) { storage.add(amount, ordering: .relaxed) }
     public var value: Int { storage.load(ordering: .relaxed) }
 }
+
+/// A client and the server side of one loopback TCP connection on `loop` (call on its thread), plus
+/// the listener that accepted it.
+public func connectedPair(
+    on loop: EventLoop, clientOptions: TCPOptions = TCPOptions()
+) async throws -> (client: TCPConnection, server: TCPConnection, listener: TCPListener) {
+    let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
+    async let accepted = listener.accept()
+    let client = try await TCPConnection.connect(to: listener.localAddress, on: loop, options: clientOptions)
+    return (client, try await accepted, listener)
+}

@@ -509,12 +509,10 @@ public actor WebSocketManager {
         case .closing:
             break
         }
+        // Closing the socket ends whichever read is pending (run's reader or the loop below), which then
+        // reports `.disconnected`. Timer callbacks run on the loop thread outside any job.
         let timer = ScheduledTimer(on: loop, after: configuration.closeTimeout) { [self] in
-            // Timer callbacks run on the loop thread outside any job: safe to assume isolation.
-            self.assumeIsolated { manager in
-                manager.stream?.close()
-                if !manager.isRunning { manager.finish() }  // Nobody reads: complete the close here.
-            }
+            self.assumeIsolated { $0.stream?.close() }
         }
         if isRunning {
             await withCheckedContinuation { continuation in

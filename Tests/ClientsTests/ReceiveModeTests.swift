@@ -63,6 +63,25 @@ struct ReceiveModeTests {
         }
     }
 
+    @Test("disconnect against a server that never answers the close: bounded by closeTimeout, still reports")
+    func disconnectTimesOut() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            try await withEmbeddedServer(ServerConfiguration(chaos: ChaosOptions(isReadingStopped: true)), on: group) { server in
+                let loop = group.loops[0]
+                let manager = WebSocketManager(url: try WebSocketURL(server.url), configuration: .init(closeTimeout: .milliseconds(100)), loop: loop)
+                try await onLoop(loop) {
+                    try await manager.connect()
+                    await manager.disconnect()
+                }
+                #expect(await manager.state == .closed)
+                var last: WebSocketManager.Event?
+                for await event in manager.events() { last = event }
+                guard case .disconnected(let code, _)? = last else { Issue.record("\(String(describing: last))"); return }
+                #expect(code == .abnormalClosure)
+            }
+        }
+    }
+
     @Test("receive() is refused while run() reads")
     func exclusive() async throws {
         try await withLoopGroup(loopCount: 1) { group in

@@ -20,6 +20,7 @@ let package = Package(
 
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "HTTP1", swiftSettings: swiftSettings),
+        .target(name: "Histogram", dependencies: ["CZlib", "Crypto"], swiftSettings: swiftSettings),
         .target(name: "WebSocket", dependencies: ["Crypto", "HTTP1", "CZlib"], swiftSettings: swiftSettings),
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "Clients", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
@@ -46,6 +47,7 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
         .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "WebSocket"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "HistogramTests", dependencies: ["Histogram", "Runtime", "TestSupport"]),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]

@@ -23,13 +23,18 @@ if ((${#missing[@]})); then
 fi
 
 if [[ "${1:-}" == "--test" ]]; then
-    # Python websockets: a third-party WebSocket peer for the interop tests.
-    if ! python3 -c "import websockets.asyncio.server" 2>/dev/null; then
-        echo "Installing: websockets (pip)" >&2
+    # Python peers: websockets (a third-party WebSocket server for the interop tests) and hdrhistogram (the
+    # reference HdrHistogram the Histogram tests check percentiles and the wire format against).
+    pip_install() {
+        local module="$1" requirement="$2"
+        python3 -c "import $module" 2>/dev/null && return 0
+        echo "Installing: $requirement (pip)" >&2
         # Debian's own python3 marks itself externally managed (PEP 668); Debian ships websockets 10,
         # too old for the asyncio server API, so install from PyPI there too.
-        python3 -m pip install --quiet --disable-pip-version-check "websockets>=13" 2>/dev/null \
-            || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "websockets>=13"
-        python3 -c "import websockets.asyncio.server"
-    fi
+        python3 -m pip install --quiet --disable-pip-version-check "$requirement" 2>/dev/null \
+            || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "$requirement"
+        python3 -c "import $module"
+    }
+    pip_install websockets.asyncio.server "websockets>=13"
+    pip_install hdrh.histogram "hdrhistogram>=0.10"
 fi

@@ -1,0 +1,254 @@
+/// A High Dynamic Range histogram of non-negative integer values (wsload records microseconds), laid out
+/// exactly as HdrHistogram_c lays it out so that percentiles, merges and the serialized form agree with
+/// every other HdrHistogram implementation.
+///
+/// Values are grouped in buckets whose width doubles; each bucket has `subBucketCount` linear slots, so a
+/// value is stored with a relative error of at most 10^-significantDigits. Recording is O(1) and never
+/// allocates: the counts array is sized once at init from the trackable range.
+public struct Histogram: Sendable, Equatable {
+    /// The smallest value distinguishable from 0 (values are rounded down to multiples of it).
+    public let lowestDiscernibleValue: UInt64
+    /// The largest value recorded as such; larger values are clamped to it and counted in ``clampedCount``.
+    public let highestTrackableValue: UInt64
+    /// Decimal digits of precision kept for every value (1–5).
+    public let significantDigits: Int
+
+    let unitMagnitude: Int
+    let subBucketHalfCountMagnitude: Int
+    let subBucketCount: Int
+    let subBucketHalfCount: Int
+    let subBucketMask: UInt64
+    let leadingZeroCountBase: Int
+    let bucketCount: Int
+    var counts: [UInt64]
+
+    /// The number of values recorded.
+    public internal(set) var totalCount: UInt64 = 0
+    /// How many recorded values exceeded ``highestTrackableValue`` and were stored as it.
+    public private(set) var clampedCount: UInt64 = 0
+    /// The exact smallest and largest values recorded (`UInt64.max` / 0 when empty).
+    public internal(set) var minimumRecorded: UInt64 = .max
+    public internal(set) var maximumRecorded: UInt64 = 0
+
+    /// The default for latencies in microseconds: 1 µs to one hour at 3 significant digits (188 KB).
+    public static let microsecondsUpToOneHour: UInt64 = 3_600_000_000
+
+    /// - Precondition: `lowestDiscernibleValue >= 1`, `highestTrackableValue >= 2 * lowestDiscernibleValue`,
+    ///   `1...5 ~= significantDigits` (programmer errors: the layout is chosen by code, never by input;
+    ///   decoding untrusted layouts goes through ``init(validatingLowest:highest:significantDigits:)``).
+    public init(
+        lowestDiscernibleValue: UInt64 = 1,
+        highestTrackableValue: UInt64 = Histogram.microsecondsUpToOneHour,
+        significantDigits: Int = 3
+    ) {
+        guard let histogram = Histogram(
+            validatingLowest: lowestDiscernibleValue, highest: highestTrackableValue, significantDigits: significantDigits)
+        else {
+            preconditionFailure("invalid histogram layout \(lowestDiscernibleValue)...\(highestTrackableValue)/\(significantDigits)")
+        }
+        self = histogram
+    }
+
+    /// The layout for the given range, or nil if it is not a valid HdrHistogram layout.
+    public init?(validatingLowest lowest: UInt64, highest: UInt64, significantDigits: Int) {
+        guard lowest >= 1, highest >= 2 * lowest, highest <= UInt64(Int64.max), (1...5).contains(significantDigits)
+        else { return nil }
+        lowestDiscernibleValue = lowest
+        highestTrackableValue = highest
+        self.significantDigits = significantDigits
+        var largestSingleUnit = 2
+        for _ in 0..<significantDigits { largestSingleUnit *= 10 }
+        unitMagnitude = 63 - lowest.leadingZeroBitCount
+        let subBucketCountMagnitude = Int.bitWidth - (largestSingleUnit - 1).leadingZeroBitCount  // ceil(log2)
+        subBucketHalfCountMagnitude = max(subBucketCountMagnitude, 1) - 1
+        subBucketCount = 1 << (subBucketHalfCountMagnitude + 1)
+        subBucketHalfCount = subBucketCount / 2
+        subBucketMask = UInt64(subBucketCount - 1) << UInt64(unitMagnitude)
+        leadingZeroCountBase = 64 - unitMagnitude - subBucketHalfCountMagnitude - 1
+        guard unitMagnitude + subBucketHalfCountMagnitude <= 61 else { return nil }
+        var smallestUntrackable = UInt64(subBucketCount) << UInt64(unitMagnitude)
+        var buckets = 1
+        while smallestUntrackable <= highest {
+            if smallestUntrackable > UInt64(Int64.max) / 2 {
+                buckets += 1
+                break
+            }
+            smallestUntrackable <<= 1
+            buckets += 1
+        }
+        bucketCount = buckets
+        counts = [UInt64](repeating: 0, count: (buckets + 1) * subBucketHalfCount)
+    }
+
+    // MARK: Recording
+
+    @inline(__always)
+    func countsIndex(of value: UInt64) -> Int {
+        let bucketIndex = leadingZeroCountBase - (value | subBucketMask).leadingZeroBitCount
+        let subBucketIndex = Int(truncatingIfNeeded: value >> UInt64(bucketIndex + unitMagnitude))
+        return ((bucketIndex + 1) << subBucketHalfCountMagnitude) + (subBucketIndex - subBucketHalfCount)
+    }
+
+    /// Records `value` `count` times. O(1), no allocation.
+    @inline(__always)
+    public mutating func record(_ value: UInt64, count: UInt64 = 1) {
+        var value = value
+        if value > highestTrackableValue {
+            value = highestTrackableValue
+            clampedCount &+= count
+        }
+        counts[countsIndex(of: value)] &+= count
+        totalCount &+= count
+        if value < minimumRecorded { minimumRecorded = value }
+        if value > maximumRecorded { maximumRecorded = value }
+    }
+
+    /// Records a duration in whole microseconds (negative durations record as 0).
+    @inline(__always)
+    public mutating func record(microseconds duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return record(0) }
+        let micros = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000)
+        record(micros.overflow ? .max : micros.partialValue &+ UInt64(attoseconds / 1_000_000_000_000))
+    }
+
+    /// Records `value` and, when it exceeds `expectedInterval`, the values a sampler that was not blocked
+    /// would have seen meanwhile: `value - k·expectedInterval` for every k while that stays at or above the
+    /// interval (HdrHistogram's coordinated-omission correction for a closed loop with a known period).
+    public mutating func recordCorrected(_ value: UInt64, expectedInterval: UInt64) {
+        record(value)
+        guard expectedInterval > 0, value > expectedInterval else { return }
+        var missing = value - expectedInterval
+        while missing >= expectedInterval {
+            record(missing)
+            missing -= expectedInterval
+        }
+    }
+
+    /// Clears every count, keeping the layout (and the storage).
+    public mutating func reset() {
+        for index in counts.indices { counts[index] = 0 }
+        totalCount = 0
+        clampedCount = 0
+        minimumRecorded = .max
+        maximumRecorded = 0
+    }
+
+    // MARK: Merging
+
+    /// Whether `other` has the same layout, so that ``add(_:)`` is exact.
+    public func hasSameLayout(as other: Histogram) -> Bool {
+        lowestDiscernibleValue == other.lowestDiscernibleValue && highestTrackableValue == other.highestTrackableValue
+            && significantDigits == other.significantDigits
+    }
+
+    public struct LayoutMismatch: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Adds every count of `other`: exact, because both share one layout.
+    /// - Throws: ``LayoutMismatch`` if the layouts differ (nothing is added).
+    public mutating func add(_ other: Histogram) throws(LayoutMismatch) {
+        guard hasSameLayout(as: other) else {
+            throw LayoutMismatch(description: "cannot add a histogram of range \(other.lowestDiscernibleValue)..."
+                + "\(other.highestTrackableValue)/\(other.significantDigits) digits to one of range "
+                + "\(lowestDiscernibleValue)...\(highestTrackableValue)/\(significantDigits) digits")
+        }
+        guard other.totalCount > 0 else { return }
+        counts.withUnsafeMutableBufferPointer { mine in
+            other.counts.withUnsafeBufferPointer { theirs in
+                for index in theirs.indices where theirs[index] != 0 { mine[index] &+= theirs[index] }
+            }
+        }
+        totalCount &+= other.totalCount
+        clampedCount &+= other.clampedCount
+        minimumRecorded = min(minimumRecorded, other.minimumRecorded)
+        maximumRecorded = max(maximumRecorded, other.maximumRecorded)
+    }
+
+    // MARK: Values of slots
+
+    func valueFromIndex(_ index: Int) -> UInt64 {
+        var bucketIndex = (index >> subBucketHalfCountMagnitude) - 1
+        var subBucketIndex = (index & (subBucketHalfCount - 1)) + subBucketHalfCount
+        if bucketIndex < 0 {
+            subBucketIndex -= subBucketHalfCount
+            bucketIndex = 0
+        }
+        return UInt64(subBucketIndex) << UInt64(bucketIndex + unitMagnitude)
+    }
+
+    /// The width of the slot `value` falls in.
+    public func sizeOfEquivalentRange(_ value: UInt64) -> UInt64 {
+        let bucketIndex = leadingZeroCountBase - (value | subBucketMask).leadingZeroBitCount
+        let subBucketIndex = Int(truncatingIfNeeded: value >> UInt64(bucketIndex + unitMagnitude))
+        let adjustedBucket = subBucketIndex >= subBucketCount ? bucketIndex + 1 : bucketIndex
+        return 1 << UInt64(unitMagnitude + adjustedBucket)
+    }
+
+    /// The smallest value in `value`'s slot.
+    public func lowestEquivalentValue(_ value: UInt64) -> UInt64 { valueFromIndex(countsIndex(of: value)) }
+
+    /// The largest value in `value`'s slot.
+    public func highestEquivalentValue(_ value: UInt64) -> UInt64 {
+        lowestEquivalentValue(value) + sizeOfEquivalentRange(value) - 1
+    }
+
+    func medianEquivalentValue(_ value: UInt64) -> UInt64 {
+        lowestEquivalentValue(value) + sizeOfEquivalentRange(value) >> 1
+    }
+
+    // MARK: Statistics
+
+    /// The value at `percentile` (0–100): the highest value of the slot where the cumulative count first
+    /// reaches `round(percentile% × total)` (at least 1), as every HdrHistogram reports it; 0 when empty.
+    public func value(atPercentile percentile: Double) -> UInt64 {
+        guard totalCount > 0 else { return 0 }
+        let requested = min(max(percentile, 0), 100)
+        let target = max(UInt64((requested / 100 * Double(totalCount) + 0.5).rounded(.down)), 1)
+        var cumulative: UInt64 = 0
+        for index in counts.indices {
+            cumulative &+= counts[index]
+            if cumulative >= target {
+                let value = valueFromIndex(index)
+                return requested == 0 ? lowestEquivalentValue(value) : highestEquivalentValue(value)
+            }
+        }
+        return 0
+    }
+
+    /// The smallest recorded value, rounded down to its slot (0 when empty).
+    public var minimum: UInt64 { totalCount == 0 ? 0 : lowestEquivalentValue(minimumRecorded) }
+    /// The largest recorded value, rounded up to its slot (0 when empty).
+    public var maximum: UInt64 { totalCount == 0 ? 0 : highestEquivalentValue(maximumRecorded) }
+
+    /// Slots with a count, as (value in the middle of the slot, count).
+    func forEachRecorded(_ body: (_ median: UInt64, _ count: UInt64) -> Void) {
+        for index in counts.indices where counts[index] != 0 {
+            body(medianEquivalentValue(valueFromIndex(index)), counts[index])
+        }
+    }
+
+    /// The mean, taking each value as the middle of its slot.
+    public var mean: Double {
+        guard totalCount > 0 else { return 0 }
+        var total = 0.0
+        forEachRecorded { total += Double($0) * Double($1) }
+        return total / Double(totalCount)
+    }
+
+    /// The population standard deviation, taking each value as the middle of its slot.
+    public var standardDeviation: Double {
+        guard totalCount > 0 else { return 0 }
+        let mean = mean
+        var total = 0.0
+        forEachRecorded { value, count in
+            let deviation = Double(value) - mean
+            total += deviation * deviation * Double(count)
+        }
+        return (total / Double(totalCount)).squareRoot()
+    }
+
+    /// The memory the counts occupy, in bytes.
+    public var footprintBytes: Int { counts.count * MemoryLayout<UInt64>.stride }
+}

@@ -1,0 +1,229 @@
+import CZlib
+import Crypto
+
+/// The HdrHistogram "V2 compressed" transport form, byte-compatible with the Java, C and Python
+/// implementations (`HISTFREQ` blobs, the format of `.hlog` interval logs): a big-endian header, then
+/// zlib-deflated {payload header, ZigZag-LEB128 counts with runs of zeros as negative lengths}, then base64.
+/// Lossless: decoding gives back exactly the counts, so merged reports add up exactly.
+extension Histogram {
+    static let encodingCookie: UInt32 = 0x1c84_9303 | 0x10
+    static let compressionCookie: UInt32 = 0x1c84_9304 | 0x10
+    static let payloadHeaderSize = 40
+    /// The largest counts array a decoder accepts (as HdrHistogram's own decoders do): bounds the memory an
+    /// untrusted report can make us allocate.
+    static let maximumDecodedCounts = 4 * 1024 * 1024
+
+    /// Why a serialized histogram was refused; `offset` is a byte offset into the decoded blob.
+    public struct DecodingError: Error, Sendable, CustomStringConvertible, Equatable {
+        public var offset: Int
+        public var reason: String
+        public var description: String { "histogram blob at byte \(offset): \(reason)" }
+    }
+
+    /// The histogram as a base64 string (the form reports store).
+    public func serialized() -> String { Crypto.base64Encoded(compressedBytes()) }
+
+    /// The compressed binary form: `cookie, length` (big-endian UInt32s) and the zlib stream.
+    public func compressedBytes() -> [UInt8] {
+        let payload = payloadBytes()
+        var bound = compressBound(uLong(payload.count))
+        var compressed = [UInt8](repeating: 0, count: Int(bound))
+        let status = compressed.withUnsafeMutableBufferPointer { output in
+            payload.withUnsafeBufferPointer { input in
+                compress2(output.baseAddress, &bound, input.baseAddress, uLong(input.count), Z_DEFAULT_COMPRESSION)
+            }
+        }
+        precondition(status == Z_OK, "compress2 failed with \(status) on a buffer of compressBound size")
+        compressed.removeSubrange(Int(bound)...)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(8 + compressed.count)
+        bytes.appendBigEndian(Self.compressionCookie)
+        bytes.appendBigEndian(UInt32(compressed.count))
+        bytes += compressed
+        return bytes
+    }
+
+    /// The uncompressed payload: header, then the counts up to the highest slot in use.
+    func payloadBytes() -> [UInt8] {
+        var counts: [UInt8] = []
+        let limit = totalCount == 0 ? 0 : countsIndex(of: maximumRecorded) + 1
+        var index = 0
+        while index < limit {
+            let count = self.counts[index]
+            index += 1
+            if count == 0 {
+                var zeros: Int64 = 1
+                while index < limit && self.counts[index] == 0 {
+                    zeros += 1
+                    index += 1
+                }
+                counts.appendZigZag(zeros > 1 ? -zeros : 0)
+            } else {
+                // Counts beyond Int64.max cannot occur in practice (2^63 samples); clamp rather than trap.
+                counts.appendZigZag(Int64(clamping: count))
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.payloadHeaderSize + counts.count)
+        bytes.appendBigEndian(Self.encodingCookie)
+        bytes.appendBigEndian(UInt32(counts.count))
+        bytes.appendBigEndian(UInt32(0))  // normalizing index offset
+        bytes.appendBigEndian(UInt32(significantDigits))
+        bytes.appendBigEndian(lowestDiscernibleValue)
+        bytes.appendBigEndian(highestTrackableValue)
+        bytes.appendBigEndian((1.0 as Double).bitPattern)  // integer-to-double conversion ratio
+        return bytes + counts
+    }
+
+    /// Decodes a base64 blob from ``serialized()`` (or any HdrHistogram V2 compressed encoder).
+    public init(serialized text: String) throws(DecodingError) {
+        guard let bytes = Crypto.base64Decoded(text) else {
+            throw DecodingError(offset: 0, reason: "not base64")
+        }
+        try self.init(compressedBytes: bytes)
+    }
+
+    public init(compressedBytes bytes: [UInt8]) throws(DecodingError) {
+        guard bytes.count >= 8 else { throw DecodingError(offset: 0, reason: "shorter than its 8-byte header") }
+        let cookie = bytes.readBigEndianUInt32(at: 0)
+        guard cookie & ~0xf0 == Self.compressionCookie & ~0xf0 else {
+            throw DecodingError(offset: 0, reason: "cookie 0x\(String(cookie, radix: 16)) is not a V2 compressed histogram")
+        }
+        let length = Int(bytes.readBigEndianUInt32(at: 4))
+        guard length == bytes.count - 8 else {
+            throw DecodingError(offset: 4, reason: "declares \(length) compressed bytes but \(bytes.count - 8) follow")
+        }
+        let limit = Self.payloadHeaderSize + 9 * Self.maximumDecodedCounts
+        guard let payload = inflateZlib(Array(bytes[8...]), limit: limit) else {
+            throw DecodingError(offset: 8, reason: "the zlib stream is corrupt or inflates beyond \(limit) bytes")
+        }
+        try self.init(payload: payload)
+    }
+
+    init(payload: [UInt8]) throws(DecodingError) {
+        guard payload.count >= Self.payloadHeaderSize else {
+            throw DecodingError(offset: 8, reason: "payload shorter than its \(Self.payloadHeaderSize)-byte header")
+        }
+        let cookie = payload.readBigEndianUInt32(at: 0)
+        guard cookie & ~0xf0 == Self.encodingCookie & ~0xf0 else {
+            throw DecodingError(offset: 8, reason: "payload cookie 0x\(String(cookie, radix: 16)) is not V2")
+        }
+        let countsLength = Int(payload.readBigEndianUInt32(at: 4))
+        guard countsLength == payload.count - Self.payloadHeaderSize else {
+            throw DecodingError(offset: 12, reason: "payload declares \(countsLength) count bytes but has "
+                + "\(payload.count - Self.payloadHeaderSize)")
+        }
+        guard payload.readBigEndianUInt32(at: 8) == 0 else {
+            throw DecodingError(offset: 16, reason: "a normalizing index offset is not supported")
+        }
+        let digits = Int(payload.readBigEndianUInt32(at: 12))
+        let lowest = payload.readBigEndianUInt64(at: 16)
+        let highest = payload.readBigEndianUInt64(at: 24)
+        guard var histogram = Histogram(validatingLowest: lowest, highest: highest, significantDigits: digits),
+            histogram.counts.count <= Self.maximumDecodedCounts
+        else {
+            throw DecodingError(offset: 20, reason: "invalid layout \(lowest)...\(highest) at \(digits) digits")
+        }
+        var position = Self.payloadHeaderSize
+        var index = 0
+        while position < payload.count {
+            let start = position
+            guard let value = payload.readZigZag(at: &position) else {
+                throw DecodingError(offset: 8 + start, reason: "truncated count")
+            }
+            if value < 0 {
+                let zeros = value.magnitude
+                guard zeros <= UInt64(histogram.counts.count - index) else {
+                    throw DecodingError(offset: 8 + start, reason: "a run of \(zeros) zeros passes the last slot")
+                }
+                index += Int(zeros)
+                continue
+            }
+            guard index < histogram.counts.count else {
+                throw DecodingError(offset: 8 + start, reason: "more counts than the layout has slots")
+            }
+            if value > 0 {
+                let count = UInt64(value)
+                histogram.counts[index] = count
+                histogram.totalCount &+= count
+                let slotValue = histogram.valueFromIndex(index)
+                histogram.minimumRecorded = min(histogram.minimumRecorded, slotValue)
+                histogram.maximumRecorded = max(histogram.maximumRecorded, slotValue)
+            }
+            index += 1
+        }
+        self = histogram
+    }
+}
+
+private func inflateZlib(_ input: [UInt8], limit: Int) -> [UInt8]? {
+    var stream = z_stream()
+    guard wsload_inflateInit2(&stream, 15) == Z_OK else { return nil }
+    defer { inflateEnd(&stream) }
+    var output: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    var input = input
+    return input.withUnsafeMutableBufferPointer { source -> [UInt8]? in
+        stream.next_in = source.baseAddress
+        stream.avail_in = uInt(source.count)
+        while true {
+            let (status, produced) = chunk.withUnsafeMutableBufferPointer { buffer -> (Int32, Int) in
+                stream.next_out = buffer.baseAddress
+                stream.avail_out = uInt(buffer.count)
+                let status = inflate(&stream, Z_NO_FLUSH)
+                return (status, buffer.count - Int(stream.avail_out))
+            }
+            output += chunk[..<produced]
+            if output.count > limit { return nil }
+            switch status {
+            case Z_STREAM_END: return stream.avail_in == 0 ? output : nil
+            case Z_OK: if produced == 0 && stream.avail_in == 0 { return nil }  // truncated
+            default: return nil
+            }
+        }
+    }
+}
+
+extension [UInt8] {
+    mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+    }
+
+    func readBigEndianUInt32(at offset: Int) -> UInt32 {
+        self[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    func readBigEndianUInt64(at offset: Int) -> UInt64 {
+        self[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// HdrHistogram's ZigZag LEB128: 7 bits a byte for 8 bytes, then a 9th byte with the last 8 bits.
+    mutating func appendZigZag(_ signed: Int64) {
+        var value = UInt64(bitPattern: (signed << 1) ^ (signed >> 63))
+        for _ in 0..<8 {
+            if value >> 7 == 0 {
+                append(UInt8(value))
+                return
+            }
+            append(UInt8(value & 0x7f) | 0x80)
+            value >>= 7
+        }
+        append(UInt8(truncatingIfNeeded: value))
+    }
+
+    func readZigZag(at position: inout Int) -> Int64? {
+        var value: UInt64 = 0
+        for byteIndex in 0..<9 {
+            guard position < count else { return nil }
+            let byte = self[position]
+            position += 1
+            if byteIndex == 8 {
+                value |= UInt64(byte) << 56
+                break
+            }
+            value |= UInt64(byte & 0x7f) << UInt64(7 * byteIndex)
+            if byte & 0x80 == 0 { break }
+        }
+        return Int64(bitPattern: value >> 1) ^ -Int64(bitPattern: value & 1)
+    }
+}

@@ -23,10 +23,18 @@ let package = Package(
         .target(name: "Histogram", dependencies: ["CZlib", "Crypto"], swiftSettings: swiftSettings),
         .target(name: "WebSocket", dependencies: ["Crypto", "HTTP1", "CZlib"], swiftSettings: swiftSettings),
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "JSON", swiftSettings: swiftSettings),
+        .target(name: "Reporting", dependencies: ["Histogram", "JSON"], swiftSettings: swiftSettings),
         .target(name: "Clients", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
         .target(name: "EmbeddedServer", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
         .target(
-            name: "WSLoadCLI", dependencies: ["Runtime", "Clients", "EmbeddedServer", "WebSocket", "HTTP1"],
+            name: "LoadEngine",
+            dependencies: ["Clients", "Crypto", "EmbeddedServer", "Histogram", "HTTP1", "JSON", "Reporting", "Runtime", "WebSocket"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "WSLoadCLI",
+            dependencies: ["Runtime", "Clients", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LoadEngine", "Reporting"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
@@ -48,6 +56,7 @@ let package = Package(
         .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "WebSocket"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "HistogramTests", dependencies: ["Histogram", "Runtime", "TestSupport"]),
+        .testTarget(name: "LoadEngineTests", dependencies: ["LoadEngine", "JSON", "Reporting", "Histogram", "Runtime", "TestSupport"]),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]

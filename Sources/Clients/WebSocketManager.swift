@@ -36,6 +36,21 @@ public actor WebSocketManager {
     public private(set) var negotiatedCompression: PerMessageDeflateParameters?
     /// The round trip of the last answered ping.
     public private(set) var lastPingRoundTrip: Duration?
+    /// Once closed: the code `.disconnected` carried (the peer's; 1005 if its close had none; 1006 if
+    /// there was no closing handshake).
+    public var closeCode: WebSocketCloseCode? { state == .closed ? (ending?.code ?? .abnormalClosure) : nil }
+    /// How long each phase of the opening handshake took, once connected.
+    public private(set) var handshakeTimings: HandshakeTimings?
+
+    /// The phases of the opening handshake, as a load report splits them.
+    public struct HandshakeTimings: Sendable, Hashable {
+        /// DNS and the TCP handshake.
+        public var tcpConnect: Duration
+        /// The TLS handshake (wss only).
+        public var tlsHandshake: Duration?
+        /// From sending the upgrade request to a valid 101.
+        public var upgrade: Duration
+    }
 
     private let eventStream: AsyncStream<Event>
     private let eventContinuation: AsyncStream<Event>.Continuation
@@ -168,7 +183,10 @@ public actor WebSocketManager {
             if url.isSecure && configuration.tls == nil {
                 throw WebSocketClientError(.invalidConfiguration, "wss:// needs a TLS context")
             }
+            let started = clock.now
             let tcp = try await TCPConnection.connect(host: url.host, port: url.port, on: loop, options: configuration.tcp)
+            let tcpConnected = clock.now
+            var tlsDone: LoopClock.Instant?
             deadline = ScheduledTimer(on: loop, after: configuration.handshakeTimeout) {
                 deadlineHit = true
                 tcp.close()
@@ -178,6 +196,7 @@ public actor WebSocketManager {
             if url.isSecure, let context = configuration.tls {
                 byteStream = try await TLSConnection.connect(over: tcp, context: context, serverName: configuration.serverName ?? url.host)
                 stream = byteStream
+                tlsDone = clock.now
             }
             try await byteStream.write(handshake.request.serialized())
             var parser = HTTPHeadParser()
@@ -195,6 +214,10 @@ public actor WebSocketManager {
                 self.connection = connection
                 negotiatedSubprotocol = result.subprotocol
                 negotiatedCompression = result.compression
+                handshakeTimings = HandshakeTimings(
+                    tcpConnect: started.duration(to: tcpConnected),
+                    tlsHandshake: tlsDone.map { tcpConnected.duration(to: $0) },
+                    upgrade: (tlsDone ?? tcpConnected).duration(to: clock.now))
                 break
             }
         } catch {
@@ -487,6 +510,25 @@ public actor WebSocketManager {
 
     // MARK: Closing
 
+    /// Starts an intentional close without reading: queues and writes the close frame and returns. For a
+    /// driver whose own task is blocked in ``receive()``: that read then sees the rest of the messages in
+    /// flight and the peer's close, and ends with `not_connected` (`.disconnected` carries the peer's code).
+    /// Does nothing unless the connection is open.
+    public func beginClosing(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+        guard state == .open else { return }
+        state = .closing
+        connection.close(code: code, reason: reason)
+        ending = nil
+        try? await flush()
+    }
+
+    /// Drops the connection at once, without a closing handshake (the reader ends with 1006 and `reason`).
+    public func abort(reason: String) {
+        guard state != .closed, let stream else { return }
+        if ending == nil { ending = (.abnormalClosure, reason) }
+        stream.close()
+    }
+
     /// Closes intentionally: sends a close frame, waits up to `closeTimeout` for the closing handshake,
     /// then closes the transport. Idempotent; returns when the connection is closed.
     public func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
@@ -502,10 +544,7 @@ public actor WebSocketManager {
         case .closed:
             return
         case .open:
-            state = .closing
-            connection.close(code: code, reason: reason)
-            ending = nil
-            try? await flush()
+            await beginClosing(code: code, reason: reason)
         case .closing:
             break
         }

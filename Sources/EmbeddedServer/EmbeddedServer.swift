@@ -66,6 +66,7 @@ public final class ServerStatistics: Sendable {
     public let rejected = Atomic<Int>(0)
     public let active = Atomic<Int>(0)
     public let messagesEchoed = Atomic<Int>(0)
+    public let messagesPushed = Atomic<Int>(0)
     public let chaosCloses = Atomic<Int>(0)
     public let protocolFailures = Atomic<Int>(0)
 
@@ -73,7 +74,7 @@ public final class ServerStatistics: Sendable {
     public var summary: String {
         "accepted \(accepted.load(ordering: .relaxed)), upgraded \(upgraded.load(ordering: .relaxed)), "
             + "rejected \(rejected.load(ordering: .relaxed)), active \(active.load(ordering: .relaxed)), "
-            + "echoed \(messagesEchoed.load(ordering: .relaxed)), chaos closes \(chaosCloses.load(ordering: .relaxed)), "
+            + "echoed \(messagesEchoed.load(ordering: .relaxed)), pushed \(messagesPushed.load(ordering: .relaxed)), chaos closes \(chaosCloses.load(ordering: .relaxed)), "
             + "protocol failures \(protocolFailures.load(ordering: .relaxed))"
     }
 }

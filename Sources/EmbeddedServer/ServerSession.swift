@@ -15,6 +15,8 @@ actor ServerSession {
     private var isClosed = false
     /// Forces the close if the client never answers a chaos close frame.
     private var closeTimer: ScheduledTimer?
+    /// Set when the client opened `/push`.
+    private var push: PushStream?
 
     init(tcp: TCPConnection, server: EmbeddedServer, random: SeededRandomNumberGenerator) {
         self.tcp = tcp
@@ -44,6 +46,9 @@ actor ServerSession {
                     await self.chaosClose()
                 }
             }
+            if let push {
+                tasks.addTask(executorPreference: loop.taskExecutor) { await self.pushLoop(push) }
+            }
             await echoLoop()
             tasks.cancelAll()
         }
@@ -66,6 +71,7 @@ actor ServerSession {
                 guard try await byteStream.read(into: &buffer, maxBytes: 16 * 1024) > 0 else { return false }
                 guard let (request, length) = try parser.parseRequest(buffer) else { continue }
                 configuration.onHandshake?(request)
+                push = PushStream(requestTarget: request.target)
                 switch WebSocketServerHandshake.respond(
                     to: request, subprotocols: configuration.subprotocols, isCompressionEnabled: configuration.isCompressionEnabled)
                 {
@@ -134,6 +140,22 @@ actor ServerSession {
             }
         } catch {
             return
+        }
+    }
+
+    /// Sends the push stream until the connection closes (or the session is cancelled).
+    private func pushLoop(_ push: PushStream) async {
+        let clock = LoopClock()
+        var sequence: UInt64 = 0
+        var next = clock.now.advanced(by: push.interval)
+        while !isClosed && connection.state == .open {
+            do { try await clock.sleep(until: next) } catch { return }
+            guard !isClosed && connection.state == .open else { return }
+            connection.send(.binary(push.message(sequence: sequence, sentNanoseconds: clock.now.nanoseconds)))
+            sequence += 1
+            server.statistics.messagesPushed.add(1, ordering: .relaxed)
+            do { try await flush() } catch { return }
+            next = next.advanced(by: push.interval)
         }
     }
 

@@ -1,3 +1,5 @@
+import LoadEngine
+
 /// A command-line mistake: reported with the option it concerns, exit code 64.
 struct UsageError: Error, CustomStringConvertible {
     var description: String
@@ -74,21 +76,4 @@ struct Arguments {
         }
         return duration
     }
-}
-
-/// Parses `250us`, `500ms`, `10s`, `1.5s`, `5m`, `2h`; nil for anything else (negative included).
-func parseDuration(_ text: String) -> Duration? {
-    let units: [(suffix: String, nanoseconds: Double)] = [
-        ("us", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("h", 3600e9),
-    ]
-    for unit in units where text.hasSuffix(unit.suffix) {
-        let number = text.dropLast(unit.suffix.count)
-        // "10ms" also ends in "s": only accept a plain number before the unit.
-        guard !number.isEmpty, number.allSatisfy({ $0.isNumber || $0 == "." }), let value = Double(number), value.isFinite
-        else { continue }
-        let nanoseconds = value * unit.nanoseconds
-        guard nanoseconds < 9e18 else { return nil }
-        return .nanoseconds(Int64(nanoseconds.rounded()))
-    }
-    return nil
 }

@@ -4,16 +4,23 @@ import Glibc
 public struct CommandOutput: Sendable {
     public var writeOutput: @Sendable (String) -> Void
     public var writeError: @Sendable (String) -> Void
+    /// Whether standard error is a terminal (live progress redraws in place only there).
+    public var isErrorTerminal: Bool
 
-    public init(writeOutput: @escaping @Sendable (String) -> Void, writeError: @escaping @Sendable (String) -> Void) {
+    public init(
+        writeOutput: @escaping @Sendable (String) -> Void, writeError: @escaping @Sendable (String) -> Void,
+        isErrorTerminal: Bool = false
+    ) {
         self.writeOutput = writeOutput
         self.writeError = writeError
+        self.isErrorTerminal = isErrorTerminal
     }
 
     /// The process's stdout and stderr, unbuffered.
     public static let standard = CommandOutput(
         writeOutput: { writeAll(STDOUT_FILENO, $0) },
-        writeError: { writeAll(STDERR_FILENO, $0) }
+        writeError: { writeAll(STDERR_FILENO, $0) },
+        isErrorTerminal: isatty(STDERR_FILENO) == 1
     )
 
     /// Writes `text` followed by a newline to standard output.

@@ -4,10 +4,12 @@
 /// passed in, so tests run it in-process and compare its output and exit code.
 public enum WSLoad {
     /// The tool's version, printed by `--version` and written into reports.
-    public static let version = "0.1.0"
+    public static let version = "0.2.0"
 
     /// The subcommands, in the order help lists them. Each arrives with the issue that builds it.
-    static let commands: [any Subcommand.Type] = [ServeCommand.self, AutobahnCommand.self, HelpCommand.self]
+    static let commands: [any Subcommand.Type] = [
+        RunCommand.self, ValidateCommand.self, ServeCommand.self, AutobahnCommand.self, HelpCommand.self,
+    ]
 
     /// Runs `wsload` with `arguments` (without the program name) and returns the exit code.
     public static func main(arguments: [String], output: CommandOutput = .standard) async -> ExitCode {

@@ -38,6 +38,8 @@ struct CLITests {
               -h, --help              Show help information.
 
             SUBCOMMANDS:
+              run                     Run a load profile and write its report.
+              validate                Check a profile and list every problem with its JSON path.
               serve                   Run the embedded WebSocket echo server (with chaos options).
               autobahn                Run the Autobahn|Testsuite client cases against a fuzzing server.
               help                    Show help for a subcommand.

@@ -1,0 +1,281 @@
+import Clients
+import EmbeddedServer
+import Foundation
+import Runtime
+import WebSocket
+
+/// The state of one open connection's pattern, shared by its reader, its scheduled sender and its
+/// pinger. Every method runs isolated to the connection's ``WebSocketManager`` (an `isolated` parameter),
+/// so the three never race and each message costs no actor hop.
+final class ConnectionRun: @unchecked Sendable {
+    let id: Int
+    let plan: ScenarioPlan
+    let recorder: LoopRecorder
+    let latch: StopLatch
+    let loop: EventLoop
+    var random: SeededRandomNumberGenerator
+    let clock = LoopClock()
+    let isText: Bool
+    let headerSize: Int
+
+    var nextSequence: UInt64 = 0
+    var expectedReply: UInt64 = 0
+    var outstanding = 0
+    /// Typed requests in flight: id → intended send time.
+    var inFlight: [UInt64: UInt64] = [:]
+    var lastArrival: LoopClock.Instant?
+
+    /// Open model: the most requests one connection keeps unanswered before it drops scheduled sends.
+    static let maximumOutstanding = 1024
+
+    init(id: Int, plan: ScenarioPlan, recorder: LoopRecorder, latch: StopLatch, random: SeededRandomNumberGenerator, loop: EventLoop) {
+        self.id = id
+        self.plan = plan
+        self.recorder = recorder
+        self.latch = latch
+        self.random = random
+        self.loop = loop
+        isText = plan.websocket.messageFormat == .text
+        headerSize = EchoPayload.headerSize * (isText ? 2 : 1)
+    }
+
+    var isStopping: Bool { latch.isStopped(id) }
+
+    /// Messages this connection received (idle and receive patterns).
+    var receivedCount: UInt64 = 0
+
+    /// Whether `messagesPerConnection` is used up: requests sent (echo, typed) or messages received.
+    private var isBudgetSpent: Bool {
+        guard let limit = plan.websocket.messagesPerConnection else { return false }
+        switch plan.websocket.pattern {
+        case .echo, .typed: return nextSequence >= UInt64(limit)
+        case .idle, .receive: return receivedCount >= UInt64(limit)
+        }
+    }
+
+    /// The reader: runs the pattern's receive side until the connection ends.
+    func runPattern(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
+        switch (plan.websocket.pattern, plan.websocket.schedule) {
+        case (.echo, .closed(let think)), (.typed, .closed(let think)):
+            return await requestResponseLoop(manager, think: think)
+        case (.echo, .open), (.typed, .open):
+            return await readReplies(manager)
+        case (.idle, _), (.receive, _):
+            if let subscription = plan.websocket.subscribe {
+                do { try await manager.send(text: subscription) } catch { return ended(by: error) }
+            }
+            return await readPushed(manager)
+        }
+    }
+
+    // MARK: Requests
+
+    private func nextSize() -> Int {
+        switch plan.websocket.messageSize {
+        case .fixed(let size): return size
+        case .uniform(let range): return Int.random(in: range, using: &random)
+        case .weighted(let choices):
+            let total = choices.reduce(0) { $0 + $1.weight }
+            var draw = Double.random(in: 0..<total, using: &random)
+            for choice in choices {
+                if draw < choice.weight { return choice.size }
+                draw -= choice.weight
+            }
+            return choices.last!.size
+        }
+    }
+
+    /// The next request, due at `intended` (loop-clock ns).
+    private func makeRequest(intended: UInt64) -> WebSocketConnection.Message {
+        let sequence = nextSequence
+        nextSequence += 1
+        let size = nextSize()
+        if plan.websocket.pattern == .typed {
+            inFlight[sequence] = intended
+            let envelope = TypedEnvelope(
+                id: sequence, type: plan.websocket.typeName,
+                payload: String(decoding: plan.filler.prefix(size), as: UTF8.self))
+            return .text(String(decoding: (try? TypedEnvelope.encoder.encode(envelope)) ?? Data(), as: UTF8.self))
+        }
+        var bytes = Array(plan.filler.prefix(max(size, headerSize)))
+        EchoPayload.stamp(&bytes, sequence: sequence, intendedNanoseconds: intended, isText: isText)
+        return isText ? .text(String(decoding: bytes, as: UTF8.self)) : .binary(bytes)
+    }
+
+    private func send(_ manager: isolated WebSocketManager, intended: UInt64) async throws(WebSocketClientError) {
+        let message = makeRequest(intended: intended)
+        try await manager.send(message)
+        recorder.messagesSent += 1
+        recorder.bytesSent += UInt64(message.byteCount)
+        outstanding += 1
+    }
+
+    /// Accounts a reply: its round trip from the intended send time, and sequence gaps.
+    private func didReceiveReply(_ message: WebSocketConnection.Message) {
+        let now = clock.now.nanoseconds
+        recorder.messagesReceived += 1
+        recorder.bytesReceived += UInt64(message.byteCount)
+        let reply: (sequence: UInt64, intended: UInt64)?
+        if plan.websocket.pattern == .typed {
+            if case .text(let text) = message, let envelope = try? TypedEnvelope.decoder.decode(TypedEnvelope.self, from: Data(text.utf8)) {
+                reply = inFlight.removeValue(forKey: envelope.id).map { (envelope.id, $0) }
+                if reply == nil { recorder.recordError("typed_unmatched") }
+            } else {
+                recorder.recordError("typed_undecodable")
+                reply = nil
+            }
+        } else {
+            switch message {
+            case .binary(let bytes): reply = EchoPayload.read(bytes, isText: false).map { ($0.sequence, $0.intendedNanoseconds) }
+            case .text(let text): reply = EchoPayload.read(text.utf8, isText: true).map { ($0.sequence, $0.intendedNanoseconds) }
+            }
+            if reply == nil { recorder.recordError("echo_mismatch") }
+        }
+        guard let reply else { return }
+        outstanding = max(0, outstanding - 1)
+        recorder.messageRoundTrip.record(now >= reply.intended ? (now - reply.intended) / 1000 : 0)
+        guard plan.websocket.pattern == .echo else { return }
+        if reply.sequence == expectedReply {
+            expectedReply += 1
+        } else if reply.sequence > expectedReply {
+            recorder.messagesLost += reply.sequence - expectedReply
+            expectedReply = reply.sequence + 1
+        } else {
+            recorder.recordError("echo_out_of_order")
+        }
+    }
+
+    /// Closed model: send, await the reply, think, repeat.
+    private func requestResponseLoop(_ manager: isolated WebSocketManager, think: Duration) async -> VirtualUser.Ending {
+        while !isStopping {
+            if isBudgetSpent { return .finished }
+            do {
+                try await send(manager, intended: clock.now.nanoseconds)
+                while outstanding > 0 { didReceiveReply(try await manager.receive()) }
+            } catch {
+                return ended(by: error)
+            }
+            if think > .zero {
+                do { try await loop.sleep(for: think) } catch { return .finished }
+            }
+        }
+        return .finished
+    }
+
+    /// Open model, reader side: replies until the connection closes.
+    private func readReplies(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
+        while true {
+            do {
+                didReceiveReply(try await manager.receive())
+            } catch {
+                return ended(by: error)
+            }
+        }
+    }
+
+    /// Open model, sender side: a fixed-rate timetable with a random phase. Late sends go out at once and
+    /// are measured from when they were due; past `maximumOutstanding` unanswered, sends are dropped
+    /// (and counted).
+    func sendOnSchedule(_ manager: isolated WebSocketManager, rate: Double) async {
+        let interval = UInt64(max(1, (1e9 / rate).rounded()))
+        var next = clock.now.nanoseconds + UInt64.random(in: 0..<interval, using: &random)
+        while !isStopping && !isBudgetSpent {
+            let now = clock.now.nanoseconds
+            if next > now {
+                do { try await clock.sleep(until: LoopClock.Instant(nanoseconds: next)) } catch { return }
+                continue
+            }
+            while next <= now && !isStopping && !isBudgetSpent {
+                recorder.messagesScheduled += 1
+                if outstanding >= Self.maximumOutstanding {
+                    recorder.messagesDropped += 1  // no sequence number spent: a drop is not a loss
+                } else {
+                    do { try await send(manager, intended: next) } catch { return }
+                }
+                next += interval
+            }
+        }
+        // A spent budget ends the connection once the replies are in.
+        if isBudgetSpent && !isStopping {
+            while outstanding > 0 && manager.state == .open {
+                do { try await loop.sleep(for: .milliseconds(10)) } catch { return }
+            }
+            await manager.beginClosing(code: .normalClosure, reason: "done")
+        }
+    }
+
+    // MARK: Pushed messages and pings
+
+    /// idle and receive: count what the server sends, and the gaps between messages.
+    private func readPushed(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
+        while true {
+            let message: WebSocketConnection.Message
+            do { message = try await manager.receive() } catch { return ended(by: error) }
+            let now = clock.now
+            recorder.messagesReceived += 1
+            recorder.bytesReceived += UInt64(message.byteCount)
+            if let last = lastArrival { recorder.messageGap.record(microseconds: last.duration(to: now)) }
+            lastArrival = now
+            if case .binary(let bytes) = message, let push = PushStream.read(bytes) {
+                if push.sequence > expectedReply { recorder.messagesLost += push.sequence - expectedReply }
+                expectedReply = max(expectedReply, push.sequence + 1)
+            }
+            receivedCount += 1
+            if isBudgetSpent && manager.state == .open { await manager.beginClosing(code: .normalClosure, reason: "done") }
+        }
+    }
+
+    /// Pings every `interval`; a ping unanswered within the scenario's timeout drops the connection.
+    func ping(_ manager: isolated WebSocketManager, every interval: Duration) async {
+        let timeout = plan.websocket.pingTimeout
+        while manager.state == .open && !isStopping {
+            do { try await loop.sleep(for: interval) } catch { return }
+            guard manager.state == .open, !isStopping else { return }
+            let answered = await withTaskGroup(of: Duration?.self) { group -> Duration?? in
+                group.addTask { try? await manager.sendPing() }
+                group.addTask {
+                    try? await self.loop.sleep(for: timeout)
+                    return nil
+                }
+                let first = await group.next()!
+                group.cancelAll()
+                return first
+            }
+            guard case .some(.some(let roundTrip)) = answered else {
+                guard manager.state == .open, !isStopping else { return }
+                recorder.recordError("pong_timeout")
+                manager.abort(reason: "no pong within \(timeout)")
+                return
+            }
+            recorder.pingRoundTrip.record(microseconds: roundTrip)
+        }
+    }
+
+    /// How a pattern ends when the connection fails under it.
+    private func ended(by error: WebSocketClientError) -> VirtualUser.Ending {
+        if isStopping { return .stopped }
+        if isBudgetSpent && error.code == .notConnected { return .finished }
+        if error.code != .notConnected { recorder.recordError(error.code.rawValue) }
+        return .dropped
+    }
+}
+
+/// The typed pattern's envelope: a request and its response share the `id`.
+struct TypedEnvelope: Codable {
+    var id: UInt64
+    var type: String
+    var payload: String
+
+    static let encoder = JSONEncoder()
+    static let decoder = JSONDecoder()
+}
+
+extension WebSocketConnection.Message {
+    /// The payload size on the wire (before compression).
+    var byteCount: Int {
+        switch self {
+        case .text(let text): text.utf8.count
+        case .binary(let bytes): bytes.count
+        }
+    }
+}

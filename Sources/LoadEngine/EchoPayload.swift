@@ -1,0 +1,65 @@
+/// The header wsload puts at the front of every echo message, so each reply says which request it
+/// answers and when that request was due: a sequence number (loss, duplication and reordering show as
+/// gaps) and the intended send time in loop-clock nanoseconds (the open model measures from it).
+///
+/// Binary messages carry the 16 bytes as they are; text messages carry them as 32 lowercase hex digits.
+public enum EchoPayload {
+    public static let headerSize = 16
+
+    /// Writes the header into the front of `message` (which must be at least `headerSize` bytes, or
+    /// twice that for text). The rest of the message is left as it is (the filler).
+    public static func stamp(_ message: inout [UInt8], sequence: UInt64, intendedNanoseconds: UInt64, isText: Bool) {
+        if isText {
+            writeHex(sequence, into: &message, at: 0)
+            writeHex(intendedNanoseconds, into: &message, at: 16)
+        } else {
+            for index in 0..<8 {
+                message[index] = UInt8(truncatingIfNeeded: sequence >> (56 - 8 * UInt64(index)))
+                message[8 + index] = UInt8(truncatingIfNeeded: intendedNanoseconds >> (56 - 8 * UInt64(index)))
+            }
+        }
+    }
+
+    /// Reads the header back; nil if the message is too short or (text) not hex.
+    public static func read(_ message: some Collection<UInt8>, isText: Bool) -> (sequence: UInt64, intendedNanoseconds: UInt64)? {
+        if isText {
+            let digits = Array(message.prefix(2 * headerSize))
+            guard digits.count == 2 * headerSize, let sequence = readHex(digits[0..<16]), let time = readHex(digits[16..<32])
+            else { return nil }
+            return (sequence, time)
+        }
+        guard message.count >= headerSize else { return nil }
+        var sequence: UInt64 = 0
+        var time: UInt64 = 0
+        var index = message.startIndex
+        for _ in 0..<8 {
+            sequence = sequence << 8 | UInt64(message[index])
+            index = message.index(after: index)
+        }
+        for _ in 0..<8 {
+            time = time << 8 | UInt64(message[index])
+            index = message.index(after: index)
+        }
+        return (sequence, time)
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func writeHex(_ value: UInt64, into message: inout [UInt8], at offset: Int) {
+        for index in 0..<16 {
+            message[offset + index] = hexDigits[Int((value >> (60 - 4 * UInt64(index))) & 0xf)]
+        }
+    }
+
+    private static func readHex(_ digits: ArraySlice<UInt8>) -> UInt64? {
+        var value: UInt64 = 0
+        for digit in digits {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | UInt64(digit - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | UInt64(digit - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+        }
+        return value
+    }
+}

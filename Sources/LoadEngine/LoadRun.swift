@@ -1,0 +1,217 @@
+import Clients
+import EmbeddedServer
+import Foundation
+import HTTP1
+import Histogram
+import Reporting
+import Runtime
+import WebSocket
+
+/// Why a run could not start (the profile was valid, the environment was not).
+public struct LoadRunError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+/// What a run reports while it goes (about once a second) and what it ends with.
+public struct RunProgress: Sendable {
+    public var elapsed: Duration
+    public var duration: Duration
+    public var liveConnections: Int
+    public var targetConnections: Int
+    /// Since the previous progress report.
+    public var recent: MetricSet
+    public var recentSeconds: Double
+    public var total: MetricSet
+    public var isStopping: Bool
+}
+
+/// The outcome of a run, ready to be written as a report.
+public struct RunResult: Sendable {
+    public struct Interval: Sendable {
+        public var start: Duration
+        public var end: Duration
+        public var liveConnections: Int
+        public var metrics: MetricSet
+    }
+
+    public struct ScenarioResult: Sendable {
+        public var scenario: Scenario
+        public var metrics: MetricSet
+    }
+
+    public struct ThresholdResult: Sendable {
+        public var threshold: Threshold
+        /// nil when the metric had no samples (a latency threshold then passes vacuously).
+        public var actual: Double?
+        public var passed: Bool
+    }
+
+    public var profile: Profile
+    public var seed: UInt64
+    public var loops: Int
+    public var startedAt: Date
+    public var endedAt: Date
+    public var elapsed: Duration
+    /// The signal that interrupted the run, if one did.
+    public var interruptedBy: String?
+    /// The threshold whose failure aborted the run early.
+    public var abortedBy: String?
+    public var scenarios: [ScenarioResult]
+    public var total: MetricSet
+    public var intervals: [Interval]
+    public var thresholds: [ThresholdResult]
+    /// Connections still running when the graceful stop ran out (they were cancelled).
+    public var unfinishedConnections: Int
+    /// Runtime handles and parked tasks left once everything stopped (0 and 0 when nothing leaked).
+    public var liveHandlesAfterStop: Int
+    public var waitingTasksAfterStop: Int
+
+    public var thresholdsPassed: Bool { thresholds.allSatisfy(\.passed) }
+}
+
+/// Runs a validated profile: starts the embedded server if asked, ramps each scenario's connections up
+/// and down on its own schedule, collects every loop's recorders once a second, checks abort
+/// thresholds, stops gracefully (closing handshakes, then cancellation after `gracefulStop`), and
+/// evaluates thresholds.
+public struct LoadRun: Sendable {
+    public var profile: Profile
+    /// Where `auth.tokenEnv` is looked up.
+    public var environment: [String: String]
+    /// A stop request (Ctrl-C) ends the load early; the result is still complete.
+    public var shutdown: GracefulShutdown?
+    /// Called about once a second from the coordinating task.
+    public var onProgress: (@Sendable (RunProgress) -> Void)?
+
+    public init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
+                shutdown: GracefulShutdown? = nil, onProgress: (@Sendable (RunProgress) -> Void)? = nil) {
+        self.profile = profile
+        self.environment = environment
+        self.shutdown = shutdown
+        self.onProgress = onProgress
+    }
+
+    public func run() async throws -> RunResult {
+        let seed = profile.seed ?? UInt64.random(in: 0...UInt64(Int64.max))
+        var random = SeededRandomNumberGenerator(seed: seed)
+        let token = try resolveToken()
+        let loopCount = profile.loops ?? EventLoopGroup.defaultLoopCount
+        let neededFiles = profile.scenarios.reduce(0) { $0 + $1.websocket.connections } * (profile.target == .embedded ? 2 : 1)
+        let openFiles = ResourceLimits.raiseOpenFileLimit()
+        if neededFiles + 64 > openFiles {
+            throw LoadRunError(description: "the profile needs about \(neededFiles) sockets but this process may open "
+                + "\(openFiles) files; lower the connections or split the run into shards")
+        }
+        let group = try EventLoopGroup(loopCount: loopCount)
+        var serverGroup: EventLoopGroup?
+        var server: EmbeddedServer?
+        let baseURL: WebSocketURL
+        do {
+            switch profile.target {
+            case .url(let url):
+                baseURL = url
+            case .embedded:
+                let servers = try EventLoopGroup(loopCount: loopCount)
+                serverGroup = servers
+                let embedded = try await EmbeddedServer.bind(ServerConfiguration(subprotocols: allSubprotocols), on: servers)
+                server = embedded
+                baseURL = try WebSocketURL(embedded.url)
+            }
+        } catch {
+            _ = group.shutdown()
+            _ = serverGroup?.shutdown()
+            throw LoadRunError(description: "could not start the embedded server: \(error)")
+        }
+        let plans: [ScenarioPlan]
+        do {
+            plans = try makePlans(baseURL: baseURL, token: token, random: &random)
+        } catch {
+            _ = group.shutdown()
+            _ = serverGroup?.shutdown()
+            throw error
+        }
+        let result = await withTaskGroup(of: Void.self) { serverTasks -> RunResult in
+            if let server { serverTasks.addTask { await server.run() } }
+            var coordinator = Coordinator(
+                profile: profile, plans: plans, group: group, random: random, shutdown: shutdown,
+                onProgress: onProgress, seed: seed)
+            let result = await coordinator.run()
+            serverTasks.cancelAll()
+            return result
+        }
+        var final = result
+        final.liveHandlesAfterStop = group.liveHandleCount
+        final.waitingTasksAfterStop = group.waitingTaskCount
+        _ = group.shutdown()
+        _ = serverGroup?.shutdown()
+        return final
+    }
+
+    private var allSubprotocols: [String] {
+        var seen: [String] = []
+        for scenario in profile.scenarios {
+            for name in scenario.websocket.subprotocols where !seen.contains(name) { seen.append(name) }
+        }
+        return seen
+    }
+
+    private func resolveToken() throws -> String? {
+        guard let authentication = profile.authentication else { return nil }
+        switch authentication.source {
+        case .environment(let name):
+            guard let token = environment[name], !token.isEmpty else {
+                throw LoadRunError(description: "auth.tokenEnv: the environment variable \(name) is not set")
+            }
+            return token
+        case .file(let path):
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw LoadRunError(description: "auth.tokenFile: cannot read \(path)")
+            }
+            guard data.count <= 64 * 1024, let text = String(data: data, encoding: .utf8) else {
+                throw LoadRunError(description: "auth.tokenFile: \(path) is not a UTF-8 token of at most 64 KiB")
+            }
+            let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !token.isEmpty, !token.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) else {
+                throw LoadRunError(description: "auth.tokenFile: \(path) holds no usable token (empty, or control characters)")
+            }
+            return token
+        }
+    }
+
+    private func makePlans(baseURL: WebSocketURL, token: String?, random: inout SeededRandomNumberGenerator) throws -> [ScenarioPlan] {
+        var tlsContext: TLSContext?
+        if baseURL.isSecure {
+            do {
+                tlsContext = try TLSContext(role: .client, configuration: TLSConfiguration(
+                    caFile: profile.tls.caFile, isInsecure: profile.tls.isInsecure))
+            } catch {
+                throw LoadRunError(description: "tls: \(error)")
+            }
+        }
+        let largest = profile.scenarios.map { $0.websocket.messageSize.maximum }.max() ?? 0
+        // Printable, varied filler: compressible like real text, cheap to slice.
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        var filler = [UInt8](repeating: 0, count: max(largest, 2 * EchoPayload.headerSize))
+        for index in filler.indices { filler[index] = alphabet[Int(random.next() % UInt64(alphabet.count))] }
+        return profile.scenarios.enumerated().map { index, scenario in
+            var url = baseURL
+            if let path = scenario.websocket.path { url.target = path }
+            var configuration = WebSocketClientConfiguration()
+            var headers = HTTPHeaders()
+            for (name, value) in profile.headers { headers.add(name: name, value: value) }
+            configuration.headers = headers
+            configuration.subprotocols = scenario.websocket.subprotocols
+            configuration.compression = scenario.websocket.compression ? PerMessageDeflateOffer() : nil
+            configuration.tls = tlsContext
+            configuration.serverName = profile.tls.serverName
+            configuration.pongTimeout = scenario.websocket.pingTimeout
+            if let token, let authentication = profile.authentication {
+                switch authentication.placement {
+                case .bearer: configuration.authentication = .bearer(token)
+                case .header(let name): configuration.authentication = .header(name: name, value: token)
+                case .query(let name): configuration.authentication = .query(name: name, token: token)
+                }
+            }
+            return ScenarioPlan(index: index, scenario: scenario, url: url, configuration: configuration, filler: filler)
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import Histogram
+import Reporting
+
+/// The measurements of one scenario on one event loop. Confined to that loop's thread: every connection
+/// actor on the loop records into it directly, so a sample costs a histogram increment — no lock, no
+/// actor hop. The run collects it with ``takeSnapshot()`` (submitted to the loop) at every interval.
+final class LoopRecorder: @unchecked Sendable {
+    var connect = Histogram()
+    var tlsHandshake = Histogram()
+    var upgrade = Histogram()
+    var messageRoundTrip = Histogram()
+    var pingRoundTrip = Histogram()
+    var reconnectRecovery = Histogram()
+    var messageGap = Histogram()
+
+    var connectAttempts: UInt64 = 0
+    var connectionsOpened: UInt64 = 0
+    var messagesSent: UInt64 = 0
+    var messagesReceived: UInt64 = 0
+    var bytesSent: UInt64 = 0
+    var bytesReceived: UInt64 = 0
+    var reconnects: UInt64 = 0
+    var messagesLost: UInt64 = 0
+    var messagesDropped: UInt64 = 0
+    var messagesScheduled: UInt64 = 0
+    var disconnects: [UInt16: UInt64] = [:]
+    var errors: [String: UInt64] = [:]
+    /// Connections open now (a gauge: never reset).
+    var liveConnections = 0
+
+    func recordError(_ code: String) { errors[code, default: 0] += 1 }
+
+    /// Everything recorded since the last snapshot (counters and histograms restart from zero).
+    func takeSnapshot() -> RecorderSnapshot {
+        var metrics = MetricSet()
+        let histograms: [(String, ReferenceWritableKeyPath<LoopRecorder, Histogram>)] = [
+            ("ws.connect", \.connect), ("ws.tls_handshake", \.tlsHandshake), ("ws.upgrade", \.upgrade),
+            ("ws.message_rtt", \.messageRoundTrip), ("ws.ping_rtt", \.pingRoundTrip),
+            ("ws.reconnect_recovery", \.reconnectRecovery), ("ws.message_gap", \.messageGap),
+        ]
+        for (name, keyPath) in histograms where self[keyPath: keyPath].totalCount > 0 {
+            metrics.histograms[name] = self[keyPath: keyPath]
+            self[keyPath: keyPath] = Histogram()
+        }
+        let counters: [(String, ReferenceWritableKeyPath<LoopRecorder, UInt64>)] = [
+            ("ws.connect_attempts", \.connectAttempts), ("ws.connections_opened", \.connectionsOpened),
+            ("ws.messages_sent", \.messagesSent), ("ws.messages_received", \.messagesReceived),
+            ("ws.bytes_sent", \.bytesSent), ("ws.bytes_received", \.bytesReceived), ("ws.reconnects", \.reconnects),
+            ("ws.messages_lost", \.messagesLost), ("ws.messages_dropped", \.messagesDropped),
+            ("ws.messages_scheduled", \.messagesScheduled),
+        ]
+        for (name, keyPath) in counters where self[keyPath: keyPath] > 0 {
+            metrics.counters[name] = self[keyPath: keyPath]
+            self[keyPath: keyPath] = 0
+        }
+        metrics.disconnects = disconnects
+        metrics.errors = errors
+        disconnects = [:]
+        errors = [:]
+        return RecorderSnapshot(metrics: metrics, liveConnections: liveConnections)
+    }
+}
+
+struct RecorderSnapshot: Sendable {
+    var metrics: MetricSet
+    var liveConnections: Int
+}
+
+/// Wakes the connections of one loop: when the run (or a ramp-down) stops them, or when a connection's
+/// own driver finishes. Loop-confined like ``LoopRecorder``.
+final class StopLatch: @unchecked Sendable {
+    private var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var stopped: Set<Int> = []
+    /// Wakes that came while nobody waited: the next wait returns at once.
+    private var pendingWakes: Set<Int> = []
+    private(set) var isEverythingStopped = false
+
+    func isStopped(_ id: Int) -> Bool { isEverythingStopped || stopped.contains(id) }
+
+    /// Waits until `id` is stopped or woken.
+    func wait(_ id: Int) async {
+        guard !isStopped(id), pendingWakes.remove(id) == nil else { return }
+        await withCheckedContinuation { waiters[id] = $0 }
+    }
+
+    /// Wakes `id`'s waiter (or its next wait) without stopping it.
+    func wake(_ id: Int) {
+        if let waiter = waiters.removeValue(forKey: id) {
+            waiter.resume()
+        } else {
+            pendingWakes.insert(id)
+        }
+    }
+
+    func stop(_ id: Int) {
+        stopped.insert(id)
+        wake(id)
+    }
+
+    func stopEverything() {
+        isEverythingStopped = true
+        let all = waiters
+        waiters = [:]
+        for waiter in all.values { waiter.resume() }
+    }
+
+    /// Forgets a finished connection.
+    func remove(_ id: Int) {
+        stopped.remove(id)
+        pendingWakes.remove(id)
+        waiters.removeValue(forKey: id)?.resume()
+    }
+}
+
+/// The connection target of a ramp at a moment: stages go linearly from the previous target (0 at the
+/// start) to their own over their duration; after the last stage the last target holds. Without stages,
+/// every connection starts at once.
+public struct RampSchedule: Sendable, Equatable {
+    public var connections: Int
+    public var stages: [WebSocketScenario.Stage]
+
+    public init(connections: Int, stages: [WebSocketScenario.Stage]) {
+        self.connections = connections
+        self.stages = stages
+    }
+
+    public func target(at elapsed: Duration) -> Int {
+        guard !stages.isEmpty else { return connections }
+        var start = Duration.zero
+        var from = 0
+        for stage in stages {
+            let end = start + stage.duration
+            if elapsed < end {
+                let fraction = stage.duration == .zero ? 1 : (elapsed - start).seconds / stage.duration.seconds
+                return from + Int((Double(stage.target - from) * max(0, fraction)).rounded(.down))
+            }
+            start = end
+            from = stage.target
+        }
+        return from
+    }
+
+    /// When the stages end (zero without stages).
+    public var totalDuration: Duration { stages.reduce(.zero) { $0 + $1.duration } }
+}

@@ -1,0 +1,181 @@
+import Clients
+import JSON
+import WebSocket
+
+/// A load profile: what to connect to, which scenarios to run on how many connections for how long,
+/// and the thresholds the run must meet. Decoded and validated by ``ProfileDecoder`` (every problem at
+/// once, each with its JSON path); the engine only ever sees a valid one.
+public struct Profile: Sendable {
+    /// The profile format this build reads.
+    public static let currentVersion = 1
+
+    public enum Target: Sendable, Equatable {
+        /// Start the embedded server in-process on an ephemeral loopback port.
+        case embedded
+        case url(WebSocketURL)
+    }
+
+    public struct TLSOptions: Sendable, Equatable {
+        /// PEM file of trusted CAs (instead of the system store).
+        public var caFile: String?
+        /// Skip certificate verification (self-signed targets). Off unless the profile says so.
+        public var isInsecure = false
+        /// The name for SNI and verification, if not the URL's host.
+        public var serverName: String?
+    }
+
+    /// Where the auth token comes from: never the profile itself, so a profile can be shared and
+    /// a report (which embeds the profile) never holds a secret.
+    public struct Authentication: Sendable, Equatable {
+        public enum Placement: Sendable, Equatable {
+            case bearer
+            case header(name: String)
+            case query(name: String)
+        }
+        public enum Source: Sendable, Equatable {
+            case environment(String)
+            case file(String)
+        }
+        public var placement: Placement
+        public var source: Source
+    }
+
+    public struct ReportOptions: Sendable, Equatable {
+        /// Where the JSON report is written (created if missing).
+        public var directory = "Reports/runs"
+        /// The interval series resolution.
+        public var interval: Duration = .seconds(5)
+    }
+
+    public var version: Int
+    public var name: String
+    public var target: Target
+    public var tls = TLSOptions()
+    /// Extra handshake headers, in order.
+    public var headers: [(name: String, value: String)] = []
+    public var authentication: Authentication?
+    /// How long the load runs (stages may be shorter; the longest decides when the run ends).
+    public var duration: Duration
+    /// After the duration: how long connections get to finish in-flight work and close cleanly.
+    public var gracefulStop: Duration = .seconds(5)
+    /// Event loops (threads); nil: one per core.
+    public var loops: Int?
+    /// Seeds every random choice (jitter, sizes, phases); nil: a fresh seed, written to the report.
+    public var seed: UInt64?
+    public var scenarios: [Scenario]
+    public var thresholds: [Threshold] = []
+    public var report = ReportOptions()
+    /// The document the profile was decoded from (reports embed it, with secrets removed).
+    public var document: JSONValue = .null
+}
+
+/// One group of simulated clients doing the same thing.
+public struct Scenario: Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case websocket
+        /// Transfer kinds arrive with the transfers issue; the decoder names them and refuses them for now.
+        case download, upload
+    }
+
+    public var name: String
+    public var kind: Kind
+    /// When the scenario starts, relative to the start of the run.
+    public var startAfter: Duration = .zero
+    public var websocket: WebSocketScenario
+}
+
+public struct WebSocketScenario: Sendable {
+    public enum Pattern: String, Sendable, CaseIterable {
+        /// Send, await the echo, record the round trip.
+        case echo
+        /// Hold the connection open with pings only.
+        case idle
+        /// The server pushes; count messages and measure the gaps between them.
+        case receive
+        /// Codable JSON envelopes; requests and responses correlated by id.
+        case typed
+    }
+
+    public enum MessageFormat: String, Sendable, CaseIterable { case text, binary }
+
+    /// Message sizes in bytes.
+    public enum SizeDistribution: Sendable, Equatable {
+        case fixed(Int)
+        case uniform(ClosedRange<Int>)
+        /// Sizes drawn with the given relative weights.
+        case weighted([(size: Int, weight: Double)])
+
+        public static func == (lhs: Self, rhs: Self) -> Bool {
+            switch (lhs, rhs) {
+            case (.fixed(let a), .fixed(let b)): a == b
+            case (.uniform(let a), .uniform(let b)): a == b
+            case (.weighted(let a), .weighted(let b)): a.map(\.size) == b.map(\.size) && a.map(\.weight) == b.map(\.weight)
+            default: false
+            }
+        }
+
+        /// The smallest size the distribution can draw.
+        public var minimum: Int {
+            switch self {
+            case .fixed(let size): size
+            case .uniform(let range): range.lowerBound
+            case .weighted(let choices): choices.filter { $0.weight > 0 }.map(\.size).min() ?? 0
+            }
+        }
+
+        /// The largest size the distribution can draw.
+        public var maximum: Int {
+            switch self {
+            case .fixed(let size): size
+            case .uniform(let range): range.upperBound
+            case .weighted(let choices): choices.map(\.size).max() ?? 0
+            }
+        }
+    }
+
+    /// How sends are timed.
+    public enum Schedule: Sendable, Equatable {
+        /// Closed model: each connection sends, awaits the reply, waits `thinkTime`, sends again. Latency
+        /// is measured from the actual send.
+        case closed(thinkTime: Duration)
+        /// Open model: sends follow a fixed-rate timetable whatever the replies do; latency is measured from
+        /// the intended send time (coordinated omission corrected). `perConnection` is the rate each
+        /// connection sends at (a total rate is divided over the connections by the decoder).
+        case open(perConnection: Double)
+
+        public var modelName: String {
+            switch self {
+            case .closed: "closed"
+            case .open: "open"
+            }
+        }
+    }
+
+    /// A point of the connection ramp: reach `target` connections, linearly, over `duration`.
+    public struct Stage: Sendable, Equatable {
+        public var target: Int
+        public var duration: Duration
+    }
+
+    public var pattern: Pattern
+    /// Path and query on the target (e.g. `/push?interval=10ms`); nil: the target URL's own.
+    public var path: String?
+    /// Connections; with stages, the largest stage target.
+    public var connections: Int
+    public var stages: [Stage] = []
+    public var pingInterval: Duration?
+    public var pingTimeout: Duration = .seconds(10)
+    /// nil: a dropped connection stays down.
+    public var reconnect: ReconnectPolicy?
+    public var subprotocols: [String] = []
+    public var compression = false
+    public var messageSize: SizeDistribution = .fixed(64)
+    public var messageFormat: MessageFormat = .binary
+    public var schedule: Schedule = .closed(thinkTime: .zero)
+    /// Messages per connection before it closes (nil: until the run ends).
+    public var messagesPerConnection: Int?
+    /// For `receive`: a text message sent once connected (a subscription).
+    public var subscribe: String?
+    /// For `typed`: the envelope's `type`.
+    public var typeName = "echo"
+}

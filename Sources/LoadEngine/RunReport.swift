@@ -1,0 +1,185 @@
+import Crypto
+import Foundation
+import JSON
+import Reporting
+
+/// The JSON report of a run (schema `wsload.report/1`, documented in docs/REPORT.md): everything needed
+/// to trust, merge and compare it — the tool and host, the profile without secrets and its digest, the
+/// per-metric summaries with lossless histograms, the interval series, the thresholds and the errors.
+public enum RunReport {
+    public static let schema = "wsload.report/1"
+
+    /// Header names whose values are treated as secrets and never written.
+    static func isSensitiveHeader(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["auth", "token", "secret", "key", "cookie", "session", "password", "credential"].contains { lowered.contains($0) }
+    }
+
+    /// The profile document with every possible secret replaced by `"<redacted>"`.
+    public static func sanitizedProfile(_ document: JSONValue) -> JSONValue {
+        guard var root = document.objectValue else { return document }
+        if var headers = root["headers"]?.objectValue {
+            for name in headers.keys where isSensitiveHeader(name) { headers[name] = "<redacted>" }
+            root["headers"] = .object(headers)
+        }
+        return .object(root)
+    }
+
+    public static func json(_ result: RunResult, toolVersion: String, commit: String?) -> JSONValue {
+        let profileDocument = sanitizedProfile(result.profile.document)
+        let digest = Crypto.hex(Crypto.sha256(Array(profileDocument.formatted(pretty: false).utf8)))
+        let seconds = min(result.elapsed, result.profile.duration).seconds
+        var uname = utsname()
+        _ = Glibc.uname(&uname)
+        let kernel = withUnsafeBytes(of: uname.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let system = withUnsafeBytes(of: uname.sysname) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let machine = withUnsafeBytes(of: uname.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+
+        var report = JSONObject()
+        report["schema"] = .string(schema)
+        report["tool"] = ["name": "wsload", "version": .string(toolVersion), "commit": JSONValue(commit)]
+        report["host"] = [
+            "os": .string(system), "kernel": .string(kernel), "architecture": .string(machine),
+            "cores": JSONValue(ProcessInfo.processInfo.activeProcessorCount), "loops": JSONValue(result.loops),
+        ]
+        report["profile"] = [
+            "name": .string(result.profile.name), "digest": .string("sha256:" + digest), "document": profileDocument,
+        ]
+        var run: JSONObject = [
+            "start": .string(timestamp(result.startedAt)), "end": .string(timestamp(result.endedAt)),
+            "elapsedSeconds": .number(roundedSeconds(result.elapsed)), "plannedSeconds": .number(result.profile.duration.seconds),
+            "seed": .string(String(result.seed)), "interrupted": .bool(result.interruptedBy != nil),
+        ]
+        run["interruptedBy"] = JSONValue(result.interruptedBy)
+        run["abortedBy"] = JSONValue(result.abortedBy)
+        run["unfinishedConnections"] = JSONValue(result.unfinishedConnections)
+        run["liveHandlesAfterStop"] = JSONValue(result.liveHandlesAfterStop)
+        run["waitingTasksAfterStop"] = JSONValue(result.waitingTasksAfterStop)
+        report["run"] = .object(run)
+        report["scenarios"] = .array(result.scenarios.map { scenario in
+            let websocket = scenario.scenario.websocket
+            var entry: JSONObject = [
+                "name": .string(scenario.scenario.name), "kind": .string(scenario.scenario.kind.rawValue),
+                "pattern": .string(websocket.pattern.rawValue), "connections": JSONValue(websocket.connections),
+            ]
+            if websocket.pattern == .echo || websocket.pattern == .typed {
+                entry["model"] = .string(websocket.schedule.modelName)
+                entry["latencyMeasuredFrom"] = .string(websocket.schedule.modelName == "open" ? "intended send time" : "actual send")
+                if case .open(let rate) = websocket.schedule { entry["ratePerConnection"] = .number(rate) }
+                entry["scheduleDelivered"] = deliveredFraction(scenario.metrics)
+            }
+            entry["metrics"] = scenario.metrics.json(seconds: seconds, operations: operations(scenario.metrics))
+            return .object(entry)
+        })
+        report["total"] = ["metrics": result.total.json(seconds: seconds, operations: operations(result.total))]
+        report["intervals"] = .array(result.intervals.map { interval in
+            let span = (interval.end - interval.start).seconds
+            var entry: JSONObject = [
+                "start": .number(roundedSeconds(interval.start)), "end": .number(roundedSeconds(interval.end)),
+                "connections": JSONValue(interval.liveConnections),
+                "messagesSent": JSONValue(interval.metrics.counter("ws.messages_sent")),
+                "messagesReceived": JSONValue(interval.metrics.counter("ws.messages_received")),
+                "errors": JSONValue(interval.metrics.errorCount),
+                "reconnects": JSONValue(interval.metrics.counter("ws.reconnects")),
+                "disconnects": JSONValue(interval.metrics.disconnectCount),
+                "messagesPerSecond": .number(span > 0 ? (Double(interval.metrics.counter("ws.messages_received")) / span * 10).rounded() / 10 : 0),
+            ]
+            if let rtt = interval.metrics.histograms["ws.message_rtt"] {
+                entry["ws.message_rtt"] = [
+                    "p50": JSONValue(rtt.value(atPercentile: 50)), "p99": JSONValue(rtt.value(atPercentile: 99)),
+                    "max": JSONValue(rtt.maximum), "histogram": .string(rtt.serialized()),
+                ]
+            }
+            return .object(entry)
+        })
+        report["thresholds"] = .array(result.thresholds.map { outcome in
+            var entry: JSONObject = [
+                "expression": .string(outcome.threshold.expression), "passed": .bool(outcome.passed),
+                "limit": .number(outcome.threshold.limit),
+            ]
+            entry["actual"] = outcome.actual.map { .number(($0 * 1000).rounded() / 1000) } ?? .null
+            if outcome.actual == nil { entry["note"] = "no samples" }
+            entry["abortOnFail"] = .bool(outcome.threshold.abortOnFail)
+            return .object(entry)
+        })
+        report["thresholdsPassed"] = .bool(result.thresholdsPassed)
+        var errors = JSONObject()
+        for code in result.total.errors.keys.sorted() { errors[code] = JSONValue(result.total.errors[code]!) }
+        report["errors"] = .object(errors)
+        return .object(report)
+    }
+
+    static func operations(_ metrics: MetricSet) -> UInt64 {
+        metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent")
+    }
+
+    /// Replies received per request scheduled (open model) or sent (closed model).
+    static func deliveredFraction(_ metrics: MetricSet) -> JSONValue {
+        let scheduled = metrics.counters["ws.messages_scheduled"] ?? metrics.counter("ws.messages_sent")
+        guard scheduled > 0 else { return .null }
+        return .number((Double(metrics.counter("ws.messages_received")) / Double(scheduled) * 10000).rounded() / 10000)
+    }
+
+    static func roundedSeconds(_ duration: Duration) -> Double { (duration.seconds * 1000).rounded() / 1000 }
+
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    /// `<name>-<UTC timestamp>.json`.
+    public static func fileName(for result: RunResult) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        return "\(result.profile.name)-\(formatter.string(from: result.startedAt)).json"
+    }
+
+    /// Writes `text` to `path` atomically: a temporary file in the same directory, then a rename, so a
+    /// reader never sees half a report. Creates the directory if needed.
+    public static func writeAtomically(_ text: String, to path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        try Data(text.utf8).write(to: temporary)
+        guard rename(temporary.path, url.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? FileManager.default.removeItem(at: temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot rename into \(path): \(reason)"])
+        }
+    }
+
+    /// The commit of the git checkout around the working directory, read from `.git` without running git.
+    public static func gitCommit(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
+        var url = URL(fileURLWithPath: directory)
+        for _ in 0..<32 {
+            let git = url.appendingPathComponent(".git")
+            if let head = try? String(contentsOf: git.appendingPathComponent("HEAD"), encoding: .utf8) {
+                let line = head.trimmingCharacters(in: .whitespacesAndNewlines)
+                guard line.hasPrefix("ref: ") else { return isCommit(line) ? line : nil }
+                let ref = String(line.dropFirst(5))
+                if let commit = try? String(contentsOf: git.appendingPathComponent(ref), encoding: .utf8) {
+                    let trimmed = commit.trimmingCharacters(in: .whitespacesAndNewlines)
+                    return isCommit(trimmed) ? trimmed : nil
+                }
+                let packed = (try? String(contentsOf: git.appendingPathComponent("packed-refs"), encoding: .utf8)) ?? ""
+                for entry in packed.split(separator: "\n") where entry.hasSuffix(" " + ref) {
+                    let commit = String(entry.prefix { $0 != " " })
+                    return isCommit(commit) ? commit : nil
+                }
+                return nil
+            }
+            let parent = url.deletingLastPathComponent()
+            if parent.path == url.path { return nil }
+            url = parent
+        }
+        return nil
+    }
+
+    private static func isCommit(_ text: String) -> Bool {
+        text.count == 40 && text.allSatisfy(\.isHexDigit)
+    }
+}

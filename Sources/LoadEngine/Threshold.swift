@@ -1,0 +1,208 @@
+/// A pass/fail criterion on a metric, written `METRIC[{scenario=NAME}] STATISTIC OP VALUE`, e.g.
+/// `ws.message_rtt p99 < 50ms`, `errors rate < 0.1%`, `ws.connect{scenario=chat} p95 < 200ms`.
+public struct Threshold: Sendable, Equatable {
+    public enum Statistic: Sendable, Equatable, CustomStringConvertible {
+        case percentile(Double)
+        case mean, minimum, maximum, standardDeviation, count
+        /// Per second of run time.
+        case perSecond
+        /// Errors per operation (connection attempts plus messages sent), a fraction.
+        case rate
+
+        public var description: String {
+            switch self {
+            case .percentile(let value): "p" + formatNumber(value)
+            case .mean: "mean"
+            case .minimum: "min"
+            case .maximum: "max"
+            case .standardDeviation: "stdev"
+            case .count: "count"
+            case .perSecond: "per_second"
+            case .rate: "rate"
+            }
+        }
+    }
+
+    public enum Comparison: String, Sendable, CaseIterable {
+        case less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+
+        public func holds(_ actual: Double, _ limit: Double) -> Bool {
+            switch self {
+            case .less: actual < limit
+            case .lessOrEqual: actual <= limit
+            case .greater: actual > limit
+            case .greaterOrEqual: actual >= limit
+            }
+        }
+    }
+
+    /// The expression as written.
+    public var expression: String
+    public var metric: String
+    /// Restricts the metric to one scenario; nil: all scenarios together.
+    public var scenario: String?
+    public var statistic: Statistic
+    public var comparison: Comparison
+    /// The limit in the metric's unit: microseconds for latencies, a fraction for rates, a plain number
+    /// otherwise.
+    public var limit: Double
+    /// Stop the run as soon as the threshold fails (checked at every interval once `abortDelay` passed).
+    public var abortOnFail = false
+    public var abortDelay: Duration = .zero
+
+    /// Parses an expression; the error is a message and a hint for the profile's problem list.
+    public static func parse(_ text: String) -> Result<Threshold, ThresholdSyntaxError> {
+        let words = text.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard words.count == 4 else {
+            return .failure(ThresholdSyntaxError(
+                message: "\"\(text)\" is not a threshold",
+                hint: "write METRIC STATISTIC OP VALUE, e.g. \"ws.message_rtt p99 < 50ms\" or \"errors rate < 0.1%\""))
+        }
+        var metric = words[0]
+        var scenario: String?
+        if let brace = metric.firstIndex(of: "{") {
+            let tag = metric[brace...]
+            guard tag.hasPrefix("{scenario="), tag.hasSuffix("}"), tag.count > "{scenario=}".count else {
+                return .failure(ThresholdSyntaxError(
+                    message: "\"\(tag)\" is not a metric filter", hint: "the only filter is {scenario=NAME}"))
+            }
+            scenario = String(tag.dropFirst("{scenario=".count).dropLast())
+            metric = String(metric[..<brace])
+        }
+        guard let kind = MetricCatalog.kind(of: metric) else {
+            return .failure(ThresholdSyntaxError(
+                message: "unknown metric \"\(metric)\"",
+                hint: suggestion(for: metric, among: MetricCatalog.names) ?? "metrics: " + MetricCatalog.names.joined(separator: ", ")))
+        }
+        guard let statistic = parseStatistic(words[1]) else {
+            return .failure(ThresholdSyntaxError(
+                message: "\"\(words[1])\" is not a statistic",
+                hint: "use " + kind.statistics.joined(separator: ", ")))
+        }
+        guard kind.allows(statistic) else {
+            return .failure(ThresholdSyntaxError(
+                message: "\(metric) has no statistic \"\(words[1])\"", hint: "use " + kind.statistics.joined(separator: ", ")))
+        }
+        guard let comparison = Comparison(rawValue: words[2]) else {
+            return .failure(ThresholdSyntaxError(message: "\"\(words[2])\" is not a comparison", hint: "use <, <=, > or >="))
+        }
+        let valueText = words[3]
+        let limit: Double
+        switch (kind, statistic) {
+        case (.latency, .count), (_, .perSecond), (_, .count):
+            guard let number = Double(valueText), number.isFinite, number >= 0 else {
+                return .failure(ThresholdSyntaxError(message: "\"\(valueText)\" is not a number", hint: "e.g. 1000"))
+            }
+            limit = number
+        case (_, .rate):
+            if valueText.hasSuffix("%"), let percent = Double(valueText.dropLast()), percent >= 0, percent <= 100 {
+                limit = percent / 100
+            } else if let fraction = Double(valueText), fraction >= 0, fraction <= 1 {
+                limit = fraction
+            } else {
+                return .failure(ThresholdSyntaxError(
+                    message: "\"\(valueText)\" is not a rate", hint: "write a percentage (0.1%) or a fraction (0.001)"))
+            }
+        default:
+            guard let duration = parseDuration(valueText) else {
+                return .failure(ThresholdSyntaxError(
+                    message: "\"\(valueText)\" is not a duration", hint: "use 500us, 50ms, 2s, 5m, 2h"))
+            }
+            limit = Double(duration.microseconds)
+        }
+        return .success(Threshold(
+            expression: text, metric: metric, scenario: scenario, statistic: statistic, comparison: comparison,
+            limit: limit))
+    }
+
+    private static func parseStatistic(_ word: String) -> Statistic? {
+        switch word {
+        case "mean", "avg": return .mean
+        case "min": return .minimum
+        case "max": return .maximum
+        case "stdev": return .standardDeviation
+        case "count": return .count
+        case "per_second", "rate/s": return .perSecond
+        case "rate": return .rate
+        case "med", "median": return .percentile(50)
+        default:
+            guard word.hasPrefix("p"), let value = Double(word.dropFirst()), value >= 0, value <= 100 else { return nil }
+            return .percentile(value)
+        }
+    }
+}
+
+/// Why a threshold expression does not parse.
+public struct ThresholdSyntaxError: Error, Sendable, Equatable {
+    public var message: String
+    public var hint: String
+}
+
+/// The metrics a report has, by name, and what can be asked of each.
+public enum MetricCatalog {
+    public enum Kind: Sendable {
+        /// A histogram of microseconds.
+        case latency
+        /// A count of events.
+        case counter
+        /// The error count, which also has a rate per operation.
+        case errors
+
+        var statistics: [String] {
+            switch self {
+            case .latency: ["p50", "p90", "p95", "p99", "p99.9 (any pNN)", "mean", "min", "max", "stdev", "count"]
+            case .counter: ["count", "per_second"]
+            case .errors: ["count", "per_second", "rate"]
+            }
+        }
+
+        func allows(_ statistic: Threshold.Statistic) -> Bool {
+            switch (self, statistic) {
+            case (.latency, .perSecond), (.latency, .rate), (.counter, .rate): false
+            case (.counter, _), (.errors, _): [.count, .perSecond, .rate].contains(statistic)
+            default: true
+            }
+        }
+    }
+
+    public static let latencies = [
+        "ws.connect", "ws.tls_handshake", "ws.upgrade", "ws.message_rtt", "ws.ping_rtt", "ws.reconnect_recovery",
+        "ws.message_gap",
+    ]
+    public static let counters = [
+        "ws.connections_opened", "ws.messages_sent", "ws.messages_received", "ws.bytes_sent", "ws.bytes_received",
+        "ws.reconnects", "ws.disconnects", "ws.messages_lost", "ws.messages_dropped",
+    ]
+    public static var names: [String] { latencies + counters + ["errors"] }
+
+    public static func kind(of name: String) -> Kind? {
+        if latencies.contains(name) { return .latency }
+        if counters.contains(name) { return .counter }
+        return name == "errors" ? .errors : nil
+    }
+}
+
+func formatNumber(_ value: Double) -> String {
+    value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+}
+
+/// "did you mean …" for a misspelt name: the closest candidate within a small edit distance.
+func suggestion(for word: String, among candidates: [String]) -> String? {
+    let best = candidates.map { ($0, editDistance(word.lowercased(), $0.lowercased())) }.min { $0.1 < $1.1 }
+    guard let (candidate, distance) = best, distance <= max(2, word.count / 3) else { return nil }
+    return "did you mean \"\(candidate)\"?"
+}
+
+private func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    guard !a.isEmpty else { return b.count }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in stride(from: 1, through: b.count, by: 1) {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}

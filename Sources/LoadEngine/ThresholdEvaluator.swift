@@ -1,0 +1,62 @@
+import Reporting
+
+/// Evaluates thresholds against measured metrics.
+enum ThresholdEvaluator {
+    /// The statistic a threshold asks about; nil when a latency metric has no samples.
+    static func actual(_ threshold: Threshold, total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double) -> Double? {
+        let metrics = threshold.scenario.flatMap { name in scenarios.first { $0.0 == name }?.1 } ?? total
+        switch MetricCatalog.kind(of: threshold.metric) {
+        case .latency?:
+            guard let histogram = metrics.histograms[threshold.metric], histogram.totalCount > 0 else {
+                return threshold.statistic == .count ? 0 : nil
+            }
+            switch threshold.statistic {
+            case .percentile(let percentile): return Double(histogram.value(atPercentile: percentile))
+            case .mean: return histogram.mean
+            case .minimum: return Double(histogram.minimum)
+            case .maximum: return Double(histogram.maximum)
+            case .standardDeviation: return histogram.standardDeviation
+            case .count: return Double(histogram.totalCount)
+            case .perSecond, .rate: return nil
+            }
+        case .counter?, .errors?:
+            let count: UInt64
+            switch threshold.metric {
+            case "errors": count = metrics.errorCount
+            case "ws.disconnects": count = metrics.disconnectCount
+            default: count = metrics.counter(threshold.metric)
+            }
+            switch threshold.statistic {
+            case .perSecond: return seconds > 0 ? Double(count) / seconds : 0
+            case .rate:
+                let operations = metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent")
+                return operations == 0 ? 0 : Double(count) / Double(operations)
+            default: return Double(count)
+            }
+        case nil:
+            return nil
+        }
+    }
+
+    static func evaluate(_ thresholds: [Threshold], total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double)
+        -> [RunResult.ThresholdResult]
+    {
+        thresholds.map { threshold in
+            let value = actual(threshold, total: total, scenarios: scenarios, seconds: seconds)
+            let passed = value.map { threshold.comparison.holds($0, threshold.limit) } ?? true
+            return RunResult.ThresholdResult(threshold: threshold, actual: value, passed: passed)
+        }
+    }
+
+    /// The first abort-on-fail threshold that fails now (past its delay), if any.
+    static func firstAbort(_ thresholds: [Threshold], total: MetricSet, scenarios: [(String, MetricSet)], elapsed: Duration) -> String? {
+        for threshold in thresholds where threshold.abortOnFail && elapsed >= threshold.abortDelay {
+            if let value = actual(threshold, total: total, scenarios: scenarios, seconds: elapsed.seconds),
+                !threshold.comparison.holds(value, threshold.limit)
+            {
+                return threshold.expression
+            }
+        }
+        return nil
+    }
+}

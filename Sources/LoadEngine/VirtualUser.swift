@@ -1,0 +1,124 @@
+import Clients
+import Runtime
+import WebSocket
+
+/// What every connection of a scenario shares (immutable).
+struct ScenarioPlan: Sendable {
+    var index: Int
+    var scenario: Scenario
+    var url: WebSocketURL
+    var configuration: WebSocketClientConfiguration
+    /// Printable filler the messages are cut from (text-safe, so one buffer serves both formats).
+    var filler: [UInt8]
+
+    var websocket: WebSocketScenario { scenario.websocket }
+}
+
+/// One simulated client: connects, drives its pattern, and reconnects with the scenario's backoff after
+/// every unintended disconnect, until the run stops it (graceful close), its message budget is spent, or
+/// its reconnect attempts run out. Runs on its loop (task executor preference), records into the loop's
+/// recorder.
+struct VirtualUser {
+    let id: Int
+    let plan: ScenarioPlan
+    let loop: EventLoop
+    let recorder: LoopRecorder
+    let latch: StopLatch
+    var random: SeededRandomNumberGenerator
+    let clock = LoopClock()
+
+    enum Ending { case stopped, finished, dropped }
+
+    mutating func run() async {
+        defer { latch.remove(id) }
+        var attempt = 0
+        var previousDelay: Duration?
+        var downSince: LoopClock.Instant?
+        while !latch.isStopped(id) {
+            let manager = WebSocketManager(url: plan.url, configuration: plan.configuration, loop: loop)
+            recorder.connectAttempts += 1
+            if downSince != nil { recorder.reconnects += 1 }
+            do {
+                try await manager.connect()
+            } catch {
+                recorder.recordError(error.code.rawValue)
+                if downSince == nil { downSince = clock.now }
+                guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
+                continue
+            }
+            if let timings = await manager.handshakeTimings {
+                recorder.connect.record(microseconds: timings.tcpConnect)
+                if let tls = timings.tlsHandshake { recorder.tlsHandshake.record(microseconds: tls) }
+                recorder.upgrade.record(microseconds: timings.upgrade)
+            }
+            if let since = downSince { recorder.reconnectRecovery.record(microseconds: since.duration(to: clock.now)) }
+            downSince = nil
+            attempt = 0
+            previousDelay = nil
+            recorder.connectionsOpened += 1
+            recorder.liveConnections += 1
+            let ending = await drive(manager)
+            recorder.liveConnections -= 1
+            if let code = await manager.closeCode { recorder.disconnects[code.rawValue, default: 0] += 1 }
+            guard ending == .dropped else { return }
+            downSince = clock.now
+            guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
+        }
+    }
+
+    /// Waits the policy's next delay (or less, if stopped meanwhile); false when there is no next attempt.
+    private mutating func backOff(attempt: inout Int, previousDelay: inout Duration?) async -> Bool {
+        guard let policy = plan.websocket.reconnect, policy.allows(attempt: attempt + 1) else {
+            if plan.websocket.reconnect != nil { recorder.recordError("reconnect_gave_up") }
+            return false
+        }
+        attempt += 1
+        let delay = policy.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
+        previousDelay = delay
+        let latch = self.latch
+        let id = self.id
+        let timer = ScheduledTimer(on: loop, after: delay) { latch.wake(id) }
+        await latch.wait(id)
+        timer.cancel()
+        return !latch.isStopped(id)
+    }
+
+    /// Runs the pattern on an open connection until it ends; closes it gracefully when stopped.
+    private mutating func drive(_ manager: WebSocketManager) async -> Ending {
+        let connection = ConnectionRun(
+            id: id, plan: plan, recorder: recorder, latch: latch, random: random.split(), loop: loop)
+        let latch = self.latch
+        let id = self.id
+        let loop = self.loop
+        let bodyEnding = await withTaskGroup(of: Ending?.self) { group -> Ending in
+            group.addTask(executorPreference: loop.taskExecutor) {
+                let ending = await connection.runPattern(manager)
+                latch.wake(id)
+                return ending
+            }
+            if let interval = plan.websocket.pingInterval {
+                group.addTask(executorPreference: loop.taskExecutor) {
+                    await connection.ping(manager, every: interval)
+                    return nil
+                }
+            }
+            if case .open(let rate) = plan.websocket.schedule {
+                group.addTask(executorPreference: loop.taskExecutor) {
+                    await connection.sendOnSchedule(manager, rate: rate)
+                    return nil
+                }
+            }
+            await latch.wait(id)
+            if latch.isStopped(id) { await manager.beginClosing(code: .normalClosure, reason: "run stopped") }
+            var ending = Ending.dropped
+            while let result = await group.next() {
+                guard let result else { continue }
+                ending = result
+                group.cancelAll()  // the pinger and the sender end with the reader
+            }
+            return ending
+        }
+        if await manager.state != .closed { await manager.disconnect(code: .normalClosure, reason: "done") }
+        return latch.isStopped(id) ? .stopped : bodyEnding
+    }
+}

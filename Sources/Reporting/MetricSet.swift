@@ -1,0 +1,134 @@
+import Histogram
+import JSON
+
+/// The measurements of one scenario (or of the whole run) over some span of time: latency histograms in
+/// microseconds, event counters, disconnects by close code, errors by error code. Adding two sets is
+/// exact (histograms add slot by slot), which is what interval roll-ups, shard merges and comparisons
+/// rest on.
+public struct MetricSet: Sendable, Equatable {
+    public var histograms: [String: Histogram] = [:]
+    public var counters: [String: UInt64] = [:]
+    /// Disconnects by the close code the client saw (1006 when there was no closing handshake).
+    public var disconnects: [UInt16: UInt64] = [:]
+    /// Errors by their stable code (`connect`, `tls_verify`, `handshake`, `pong_timeout`, …).
+    public var errors: [String: UInt64] = [:]
+
+    public init() {}
+
+    public var errorCount: UInt64 { errors.values.reduce(0, +) }
+    public var disconnectCount: UInt64 { disconnects.values.reduce(0, +) }
+
+    public func counter(_ name: String) -> UInt64 { counters[name] ?? 0 }
+
+    /// Adds `other` into this set. - Throws: if two histograms of one name have different layouts.
+    public mutating func add(_ other: MetricSet) throws(Histogram.LayoutMismatch) {
+        for (name, histogram) in other.histograms {
+            if histograms[name] == nil {
+                histograms[name] = histogram
+            } else {
+                try histograms[name]!.add(histogram)
+            }
+        }
+        for (name, value) in other.counters { counters[name, default: 0] &+= value }
+        for (code, value) in other.disconnects { disconnects[code, default: 0] &+= value }
+        for (code, value) in other.errors { errors[code, default: 0] &+= value }
+    }
+
+    /// The percentiles a report lists for every latency metric.
+    public static let reportedPercentiles: [(key: String, percentile: Double)] = [
+        ("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99),
+    ]
+
+    /// The set as report JSON. `seconds` turns counts into rates; `operations` is the denominator of
+    /// the error rate.
+    public func json(seconds: Double, operations: UInt64) -> JSONValue {
+        var object = JSONObject()
+        for name in histograms.keys.sorted() {
+            let histogram = histograms[name]!
+            var entry: JSONObject = [
+                "unit": "us", "count": JSONValue(histogram.totalCount), "min": JSONValue(histogram.minimum),
+                "mean": .number(rounded(histogram.mean)), "stdev": .number(rounded(histogram.standardDeviation)),
+            ]
+            for (key, percentile) in Self.reportedPercentiles {
+                entry[key] = JSONValue(histogram.value(atPercentile: percentile))
+            }
+            entry["max"] = JSONValue(histogram.maximum)
+            if histogram.clampedCount > 0 { entry["clamped"] = JSONValue(histogram.clampedCount) }
+            entry["histogram"] = .string(histogram.serialized())
+            object[name] = .object(entry)
+        }
+        for name in counters.keys.sorted() {
+            let count = counters[name]!
+            object[name] = ["count": JSONValue(count), "perSecond": .number(rate(count, seconds))]
+        }
+        var disconnectCodes = JSONObject()
+        for code in disconnects.keys.sorted() { disconnectCodes[String(code)] = JSONValue(disconnects[code]!) }
+        object["ws.disconnects"] = ["count": JSONValue(disconnectCount), "byCode": .object(disconnectCodes)]
+        var errorCodes = JSONObject()
+        for code in errors.keys.sorted() { errorCodes[code] = JSONValue(errors[code]!) }
+        object["errors"] = [
+            "count": JSONValue(errorCount), "perSecond": .number(rate(errorCount, seconds)),
+            "rate": .number(operations == 0 ? 0 : Double(errorCount) / Double(operations)), "byCode": .object(errorCodes),
+        ]
+        return .object(object)
+    }
+
+    /// Reads back what ``json(seconds:operations:)`` wrote: histograms from their blobs (exact), counters
+    /// from their counts. - Throws: ``ReportFormatError`` naming the JSON path.
+    public init(json value: JSONValue, path: String) throws(ReportFormatError) {
+        guard let object = value.objectValue else { throw ReportFormatError(path: path, reason: "expected an object") }
+        for (name, entry) in object.members {
+            let entryPath = path + "." + name
+            if let blob = entry["histogram"] {
+                guard let text = blob.stringValue else {
+                    throw ReportFormatError(path: entryPath + ".histogram", reason: "expected a string")
+                }
+                do {
+                    histograms[name] = try Histogram(serialized: text)
+                } catch {
+                    throw ReportFormatError(path: entryPath + ".histogram", reason: error.description)
+                }
+                continue
+            }
+            if name == "ws.disconnects" || name == "errors" {
+                guard let codes = entry["byCode"]?.objectValue else {
+                    throw ReportFormatError(path: entryPath + ".byCode", reason: "expected an object")
+                }
+                for (code, count) in codes.members {
+                    guard let count = count.integerValue, count >= 0 else {
+                        throw ReportFormatError(path: entryPath + ".byCode." + code, reason: "expected a count")
+                    }
+                    if name == "errors" {
+                        errors[code] = UInt64(count)
+                    } else {
+                        guard let closeCode = UInt16(code) else {
+                            throw ReportFormatError(path: entryPath + ".byCode." + code, reason: "not a close code")
+                        }
+                        disconnects[closeCode] = UInt64(count)
+                    }
+                }
+                continue
+            }
+            guard let count = entry["count"]?.integerValue, count >= 0 else {
+                throw ReportFormatError(path: entryPath + ".count", reason: "expected a count")
+            }
+            counters[name] = UInt64(count)
+        }
+    }
+}
+
+/// A report that does not have the shape this build writes.
+public struct ReportFormatError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+    public var description: String { "\(path): \(reason)" }
+}
+
+func rate(_ count: UInt64, _ seconds: Double) -> Double { seconds > 0 ? rounded(Double(count) / seconds) : 0 }
+
+/// Three decimals are plenty for report figures and keep the JSON readable.
+func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }

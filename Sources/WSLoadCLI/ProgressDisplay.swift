@@ -1,0 +1,78 @@
+import Foundation
+import LoadEngine
+import Reporting
+import Synchronization
+
+/// Live progress on standard error: on a terminal one block redrawn in place; otherwise a plain line
+/// every 5 seconds; nothing when quiet. Colour only on a terminal and never with `NO_COLOR` set.
+final class ProgressDisplay: Sendable {
+    private let output: CommandOutput
+    private let isTerminal: Bool
+    private let isQuiet: Bool
+    let usesColor: Bool
+    private struct State {
+        var linesDrawn = 0
+        var lastPlainLine: Duration?
+    }
+    private let state = Mutex(State())
+
+    init(output: CommandOutput, isTerminal: Bool, isQuiet: Bool,
+         environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.output = output
+        self.isTerminal = isTerminal
+        self.isQuiet = isQuiet
+        usesColor = isTerminal && environment["NO_COLOR"].map(\.isEmpty) ?? true
+    }
+
+    func update(_ progress: RunProgress) {
+        guard !isQuiet else { return }
+        let lines = Self.lines(progress)
+        state.withLock { state in
+            if isTerminal {
+                var text = state.linesDrawn > 0 ? "\u{1B}[\(state.linesDrawn)A" : ""
+                for line in lines { text += "\r\u{1B}[2K" + line + "\n" }
+                state.linesDrawn = lines.count
+                output.writeError(text)
+            } else if progress.isStopping == false,
+                state.lastPlainLine.map({ progress.elapsed - $0 >= .seconds(5) }) ?? true
+            {
+                state.lastPlainLine = progress.elapsed
+                output.writeError(lines.joined(separator: " | ") + "\n")
+            }
+        }
+    }
+
+    /// Leaves the last block on screen and moves below it.
+    func finish() {
+        state.withLock { $0.linesDrawn = 0 }
+    }
+
+    static func lines(_ progress: RunProgress) -> [String] {
+        let remaining = max(.zero, progress.duration - progress.elapsed)
+        let rate = progress.recentSeconds > 0 ? Double(progress.recent.counter("ws.messages_received")) / progress.recentSeconds : 0
+        var rtt = "rtt -"
+        if let histogram = progress.total.histograms["ws.message_rtt"], histogram.totalCount > 0 {
+            rtt = "rtt p50 \(formatMicroseconds(Double(histogram.value(atPercentile: 50)))) "
+                + "p99 \(formatMicroseconds(Double(histogram.value(atPercentile: 99))))"
+        }
+        let head = progress.isStopping
+            ? "stopping: \(progress.liveConnections) connections closing"
+            : "\(formatDuration(progress.elapsed)) elapsed, \(formatDuration(remaining)) left"
+        return [
+            head,
+            "connections \(progress.liveConnections)/\(progress.targetConnections)   \(grouped(Int(rate.rounded()))) msgs/s   \(rtt)",
+            "errors \(grouped(Int(progress.total.errorCount)))   reconnects \(grouped(Int(progress.total.counter("ws.reconnects"))))",
+        ]
+    }
+}
+
+/// 1234567 → "1,234,567".
+func grouped(_ value: Int) -> String {
+    let digits = String(value.magnitude)
+    var result = ""
+    for (index, character) in digits.enumerated() {
+        if index > 0 && (digits.count - index) % 3 == 0 { result += "," }
+        result.append(character)
+    }
+    return (value < 0 ? "-" : "") + result
+}

@@ -1,0 +1,120 @@
+import Foundation
+import JSON
+import LoadEngine
+import Reporting
+import Runtime
+
+/// `wsload run PROFILE`: runs a load profile, shows progress, writes the JSON report, and exits with
+/// what held (thresholds) and what did not.
+enum RunCommand: Subcommand {
+    static let name = "run"
+    static let summary = "Run a load profile and write its report."
+    static let helpText = """
+        OVERVIEW: Run a load profile and write its report.
+
+        Connects the profile's scenarios, follows their ramps, shows live progress on a terminal (plain
+        lines otherwise), and writes a JSON report atomically to the profile's report directory
+        (Reports/runs by default) as <name>-<UTC time>.json. The first Ctrl-C stops gracefully and still
+        writes the complete report (marked interrupted); a second exits at once.
+
+        USAGE: wsload run <profile.json> [options]
+
+        ARGUMENTS:
+          <profile.json>          The profile to run.
+
+        OPTIONS:
+          --out <file>            Write the report to this file instead.
+          --report-dir <dir>      Write the report into this directory instead.
+          --duration <duration>   Run this long instead of the profile's duration.
+          --seed <n>              Seed the run's random choices (overrides the profile).
+          --loops <n>             Event loops (threads). (default: the profile's, or one per core)
+          --json                  Print the report JSON on stdout instead of the summary.
+          --quiet                 No progress and no summary; only errors and the exit code.
+          -h, --help              Show help information.
+
+        EXIT CODES:
+          0 passed, 1 could not run, 3 thresholds failed, 64 usage, 65 invalid profile,
+          66 profile unreadable, 74 report not written, 130 interrupted (report written).
+
+        """
+
+    static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
+        guard let path = arguments.first, !path.hasPrefix("--") else {
+            output.printError("Error: missing <profile.json>. See 'wsload run --help'.")
+            return .usage
+        }
+        let options: Arguments
+        var overrides: (duration: Duration?, seed: Int?, loops: Int?)
+        do {
+            options = try Arguments(
+                Array(arguments.dropFirst()), valueOptions: ["out", "report-dir", "duration", "seed", "loops"],
+                flagOptions: ["json", "quiet"])
+            overrides = (try options.duration("duration"), try options.integer("seed", in: 0...Int.max),
+                         try options.integer("loops", in: 1...256))
+        } catch {
+            output.printError("Error: \(error). See 'wsload run --help'.")
+            return .usage
+        }
+        var profile: Profile
+        switch loadProfile(path) {
+        case .failure(let failure):
+            failure.print(to: output, path: path)
+            return failure.exitCode
+        case .success(let loaded):
+            profile = loaded
+        }
+        if let duration = overrides.duration { profile.duration = duration }
+        if let seed = overrides.seed { profile.seed = UInt64(seed) }
+        if let loops = overrides.loops { profile.loops = loops }
+        let isQuiet = options.has("quiet")
+        let display = ProgressDisplay(output: output, isTerminal: output.isErrorTerminal, isQuiet: isQuiet)
+
+        let signalLoop: EventLoop
+        do {
+            signalLoop = try EventLoop(index: 0)
+        } catch {
+            output.printError("Error: \(error)")
+            return .failure
+        }
+        defer { _ = signalLoop.shutdown() }
+        let outcome: Result<RunResult, any Error>
+        do {
+            let result = try await withShutdownSignals(on: signalLoop) { shutdown in
+                try await LoadRun(profile: profile, shutdown: shutdown, onProgress: { display.update($0) }).run()
+            }
+            outcome = .success(result)
+        } catch {
+            outcome = .failure(error)
+        }
+        display.finish()
+        let result: RunResult
+        switch outcome {
+        case .failure(let error):
+            output.printError("Error: \(error)")
+            return .failure
+        case .success(let value):
+            result = value
+        }
+
+        let report = RunReport.json(result, toolVersion: WSLoad.version, commit: RunReport.gitCommit())
+        let text = report.formatted() + "\n"
+        let reportPath = options.value("out")
+            ?? ((options.value("report-dir") ?? profile.report.directory) + "/" + RunReport.fileName(for: result))
+        var exit = ExitCode.success
+        do {
+            try RunReport.writeAtomically(text, to: reportPath)
+        } catch {
+            output.printError("Error: cannot write the report to \(reportPath): \(error.localizedDescription)")
+            exit = .ioError
+        }
+        if options.has("json") {
+            output.writeOutput(text)
+        } else if !isQuiet {
+            output.writeOutput(RunSummary.text(result, colors: display.usesColor))
+        }
+        if exit != .success { return exit }
+        if !isQuiet { output.printError("report: \(reportPath)") }
+        if result.interruptedBy != nil { return .interrupted }
+        return result.thresholdsPassed ? .success : .thresholdsFailed
+    }
+}

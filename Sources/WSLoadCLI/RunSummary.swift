@@ -1,0 +1,87 @@
+import LoadEngine
+import Reporting
+
+/// The human summary printed after a run (the report holds everything; this is what a person reads).
+enum RunSummary {
+    static func text(_ result: RunResult, colors: Bool) -> String {
+        func paint(_ text: String, _ code: String) -> String { colors ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
+        var lines: [String] = []
+        var status = "completed"
+        if let signal = result.interruptedBy { status = "interrupted by \(signal)" }
+        if let threshold = result.abortedBy { status = "aborted: \(threshold) failed" }
+        lines.append("wsload run \(result.profile.name): \(status) after \(formatDuration(result.elapsed)) "
+            + "(seed \(result.seed), \(result.loops) loops)")
+        for scenario in result.scenarios {
+            let websocket = scenario.scenario.websocket
+            var model = ""
+            if websocket.pattern == .echo || websocket.pattern == .typed { model = ", \(websocket.schedule.modelName) model" }
+            lines.append("")
+            lines.append("scenario \(scenario.scenario.name) (\(websocket.pattern.rawValue)\(model), \(websocket.connections) connections)")
+            lines += metricLines(scenario.metrics, seconds: min(result.elapsed, result.profile.duration).seconds)
+        }
+        lines.append("")
+        if result.total.errors.isEmpty {
+            lines.append("errors: none")
+        } else {
+            lines.append("errors: " + result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped(Int($0.value)))" }
+                .joined(separator: ", "))
+        }
+        if result.unfinishedConnections > 0 {
+            lines.append("\(result.unfinishedConnections) connections did not close within gracefulStop and were cancelled")
+        }
+        if !result.thresholds.isEmpty {
+            lines.append("thresholds:")
+            for outcome in result.thresholds {
+                let mark = outcome.passed ? paint("✓", "32") : paint("✗", "31")
+                lines.append("  \(mark) \(outcome.threshold.expression)  (actual \(describe(outcome)))")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func metricLines(_ metrics: MetricSet, seconds: Double) -> [String] {
+        var lines: [String] = []
+        let opened = metrics.counter("ws.connections_opened")
+        let codes = metrics.disconnects.sorted { $0.key < $1.key }.map { "\($0.key): \(grouped(Int($0.value)))" }
+        lines.append("  connections   opened \(grouped(Int(opened))), reconnects \(grouped(Int(metrics.counter("ws.reconnects")))), "
+            + "disconnects \(grouped(Int(metrics.disconnectCount)))" + (codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"))
+        let sent = metrics.counter("ws.messages_sent")
+        let received = metrics.counter("ws.messages_received")
+        let rate = seconds > 0 ? Int((Double(received) / seconds).rounded()) : 0
+        var messages = "  messages      sent \(grouped(Int(sent))), received \(grouped(Int(received))) (\(grouped(rate))/s)"
+        if let lost = metrics.counters["ws.messages_lost"] { messages += ", lost \(grouped(Int(lost)))" }
+        if let dropped = metrics.counters["ws.messages_dropped"] { messages += ", dropped \(grouped(Int(dropped)))" }
+        if let scheduled = metrics.counters["ws.messages_scheduled"], scheduled > 0 {
+            messages += ", \(String(format1: Double(received) / Double(scheduled) * 100))% of schedule delivered"
+        }
+        lines.append(messages)
+        for name in MetricCatalog.latencies {
+            guard let histogram = metrics.histograms[name], histogram.totalCount > 0 else { continue }
+            let figures = [("p50", 50.0), ("p90", 90), ("p99", 99), ("p99.9", 99.9)].map {
+                "\($0.0) \(formatMicroseconds(Double(histogram.value(atPercentile: $0.1))))"
+            }
+            lines.append("  " + name.padding(toWidth: 22) + figures.joined(separator: "  ")
+                + "  max \(formatMicroseconds(Double(histogram.maximum)))  (n=\(grouped(Int(histogram.totalCount))))")
+        }
+        return lines
+    }
+
+    static func describe(_ outcome: RunResult.ThresholdResult) -> String {
+        guard let actual = outcome.actual else { return "no samples" }
+        switch (MetricCatalog.kind(of: outcome.threshold.metric), outcome.threshold.statistic) {
+        case (.latency?, .count): return grouped(Int(actual))
+        case (.latency?, _): return formatMicroseconds(actual)
+        case (_, .rate): return String(format1: actual * 100) + "%"
+        case (_, .perSecond): return String(format1: actual) + "/s"
+        default: return grouped(Int(actual))
+        }
+    }
+}
+
+extension String {
+    /// One decimal place, without Foundation's format strings.
+    init(format1 value: Double) {
+        let scaled = (value * 10).rounded()
+        self = "\(Int64(scaled) / 10).\(abs(Int64(scaled) % 10))"
+    }
+}

@@ -56,10 +56,10 @@ final class ConnectionRun: @unchecked Sendable {
     /// The reader: runs the pattern's receive side until the connection ends.
     func runPattern(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
         switch (plan.websocket.pattern, plan.websocket.schedule) {
-        case (.echo, .closed(let think)), (.typed, .closed(let think)):
-            return await requestResponseLoop(manager, think: think)
-        case (.echo, .open), (.typed, .open):
-            return await readReplies(manager)
+        case (.echo, .closed(.zero)), (.typed, .closed(.zero)):
+            return await requestResponseLoop(manager)
+        case (.echo, _), (.typed, _):
+            return await readReplies(manager)  // a separate sender paces the requests
         case (.idle, _), (.receive, _):
             if let subscription = plan.websocket.subscribe {
                 do { try await manager.send(text: subscription) } catch { return ended(by: error) }
@@ -145,8 +145,9 @@ final class ConnectionRun: @unchecked Sendable {
         }
     }
 
-    /// Closed model: send, await the reply, think, repeat.
-    private func requestResponseLoop(_ manager: isolated WebSocketManager, think: Duration) async -> VirtualUser.Ending {
+    /// Closed model without think time: send, read until the reply, repeat — one task, no wake-ups.
+    /// (The connection is read almost all the time, so pongs are timed as they arrive.)
+    private func requestResponseLoop(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
         while !isStopping {
             if isBudgetSpent { return .finished }
             do {
@@ -155,20 +156,44 @@ final class ConnectionRun: @unchecked Sendable {
             } catch {
                 return ended(by: error)
             }
-            if think > .zero {
-                do { try await loop.sleep(for: think) } catch { return .finished }
-            }
         }
         return .finished
     }
 
-    /// Open model, reader side: replies until the connection closes.
+    /// Closed model with think time, sender side: send, wait for the reader to see the reply, think.
+    /// Reading goes on while thinking, so pings and server messages are handled when they arrive.
+    func sendWithThinkTime(_ manager: isolated WebSocketManager, think: Duration) async {
+        while !isStopping && !isBudgetSpent && !isReaderDone {
+            do { try await send(manager, intended: clock.now.nanoseconds) } catch { return }
+            if outstanding > 0 && !isReaderDone { await withCheckedContinuation { replyWaiter = $0 } }
+            do { try await loop.sleep(for: think) } catch { return }
+        }
+        if isBudgetSpent && !isStopping && !isReaderDone {
+            await manager.beginClosing(code: .normalClosure, reason: "done")
+        }
+    }
+
+    /// The closed-model sender waiting for its reply.
+    private var replyWaiter: CheckedContinuation<Void, Never>?
+    private var isReaderDone = false
+
+    /// The reader when a separate task sends (open model, or closed with think time): replies until the
+    /// connection closes.
     private func readReplies(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
+        defer {
+            isReaderDone = true
+            replyWaiter?.resume()
+            replyWaiter = nil
+        }
         while true {
             do {
                 didReceiveReply(try await manager.receive())
             } catch {
                 return ended(by: error)
+            }
+            if outstanding == 0, let waiter = replyWaiter {
+                replyWaiter = nil
+                waiter.resume()
             }
         }
     }

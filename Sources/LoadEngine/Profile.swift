@@ -38,6 +38,11 @@ public struct Profile: Sendable {
         }
         public var placement: Placement
         public var source: Source
+
+        public init(placement: Placement, source: Source) {
+            self.placement = placement
+            self.source = source
+        }
     }
 
     public struct ReportOptions: Sendable, Equatable {
@@ -155,6 +160,11 @@ public struct WebSocketScenario: Sendable {
     public struct Stage: Sendable, Equatable {
         public var target: Int
         public var duration: Duration
+
+        public init(target: Int, duration: Duration) {
+            self.target = target
+            self.duration = duration
+        }
     }
 
     public var pattern: Pattern

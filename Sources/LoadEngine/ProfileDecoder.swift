@@ -14,7 +14,7 @@ public struct ProfileProblem: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Every problem found, in document order.
+/// Every problem found: object by object in document order, an object's unknown keys first.
 public struct ProfileError: Error, Sendable, CustomStringConvertible {
     public var problems: [ProfileProblem]
     public var description: String { problems.map(\.description).joined(separator: "\n") }
@@ -251,7 +251,7 @@ private struct Reader {
         do {
             return .url(try WebSocketURL(text))
         } catch {
-            problem("target", "\"\(text)\" is not a WebSocket URL: \(error)", hint: "e.g. ws://127.0.0.1:8080/ws, or \"embedded\"")
+            problem("target", error.description, hint: "e.g. ws://127.0.0.1:8080/ws, or \"embedded\"")
             return nil
         }
     }

@@ -102,10 +102,20 @@ struct VirtualUser {
                     return nil
                 }
             }
-            if case .open(let rate) = plan.websocket.schedule {
-                group.addTask(executorPreference: loop.taskExecutor) {
-                    await connection.sendOnSchedule(manager, rate: rate)
-                    return nil
+            if plan.websocket.pattern == .echo || plan.websocket.pattern == .typed {
+                switch plan.websocket.schedule {
+                case .open(let rate):
+                    group.addTask(executorPreference: loop.taskExecutor) {
+                        await connection.sendOnSchedule(manager, rate: rate)
+                        return nil
+                    }
+                case .closed(let think) where think > .zero:
+                    group.addTask(executorPreference: loop.taskExecutor) {
+                        await connection.sendWithThinkTime(manager, think: think)
+                        return nil
+                    }
+                case .closed:
+                    break  // the reader sends too
                 }
             }
             await latch.wait(id)

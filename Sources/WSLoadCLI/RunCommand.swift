@@ -3,6 +3,7 @@ import JSON
 import LoadEngine
 import Reporting
 import Runtime
+import WebSocket
 
 /// `wsload run PROFILE`: runs a load profile, shows progress, writes the JSON report, and exits with
 /// what held (thresholds) and what did not.
@@ -23,6 +24,8 @@ enum RunCommand: Subcommand {
           <profile.json>          The profile to run.
 
         OPTIONS:
+          --target <url>          Run against this ws:// or wss:// URL (or "embedded") instead of the
+                                  profile's target.
           --out <file>            Write the report to this file instead.
           --report-dir <dir>      Write the report into this directory instead.
           --duration <duration>   Run this long instead of the profile's duration.
@@ -47,7 +50,7 @@ enum RunCommand: Subcommand {
         var overrides: (duration: Duration?, seed: Int?, loops: Int?)
         do {
             options = try Arguments(
-                Array(arguments.dropFirst()), valueOptions: ["out", "report-dir", "duration", "seed", "loops"],
+                Array(arguments.dropFirst()), valueOptions: ["target", "out", "report-dir", "duration", "seed", "loops"],
                 flagOptions: ["json", "quiet"])
             overrides = (try options.duration("duration"), try options.integer("seed", in: 0...Int.max),
                          try options.integer("loops", in: 1...256))
@@ -62,6 +65,16 @@ enum RunCommand: Subcommand {
             return failure.exitCode
         case .success(let loaded):
             profile = loaded
+        }
+        if let target = options.value("target") {
+            if target == "embedded" {
+                profile.target = .embedded
+            } else if let url = try? WebSocketURL(target) {
+                profile.target = .url(url)
+            } else {
+                output.printError("Error: --target: \"\(target)\" is not a ws:// or wss:// URL (or \"embedded\").")
+                return .usage
+            }
         }
         if let duration = overrides.duration { profile.duration = duration }
         if let seed = overrides.seed { profile.seed = UInt64(seed) }

@@ -6,28 +6,11 @@ import TestSupport
 import Testing
 import WebSocket
 
-/// Tests/Peers/websockets_server.py, started for one test.
-private struct PythonServer {
-    let process: BackgroundProcess
-    let port: Int
-
-    init(arguments: [String] = []) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Peers/websockets_server.py").path
-        process = try BackgroundProcess(["python3", script] + arguments)
-        guard let line = process.waitForLine(containing: "listening"), let port = Int(line.split(separator: " ").last ?? "") else {
-            process.stop()
-            throw TestProcess.Failure(description: "websockets_server.py did not start (is the websockets package installed?)")
-        }
-        self.port = port
-    }
-}
-
 @Suite("Interop with Python websockets", .serialized)
 struct InteropTests {
     @Test("ws: text, binary, fragmented and 16 MiB messages, ping, subprotocol, compression, close 4000")
     func plain() async throws {
-        let server = try PythonServer(arguments: ["--subprotocol", "chat.v2"])
+        let server = try PythonWebSocketServer(arguments: ["--subprotocol", "chat.v2"])
         defer { server.process.stop() }
         try await withLoopGroup(loopCount: 1) { group in
             var configuration = WebSocketClientConfiguration(subprotocols: ["chat.v1", "chat.v2"], compression: PerMessageDeflateOffer())
@@ -57,7 +40,7 @@ struct InteropTests {
 
     @Test("the server closes with its code and reason; the auth header is what the server saw")
     func serverCloseAndAuth() async throws {
-        let server = try PythonServer()
+        let server = try PythonWebSocketServer()
         defer { server.process.stop() }
         try await withLoopGroup(loopCount: 1) { group in
             let closed = try await runSession(url: "ws://127.0.0.1:\(server.port)/close/4002", loop: group.loops[0]) { manager, _ in
@@ -81,7 +64,7 @@ struct InteropTests {
     @Test("wss against Python with the test CA")
     func secure() async throws {
         let certificates = try TestCertificates.shared.get()
-        let server = try PythonServer(arguments: ["--cert", certificates.leafCertificate, "--key", certificates.leafKey])
+        let server = try PythonWebSocketServer(arguments: ["--cert", certificates.leafCertificate, "--key", certificates.leafKey])
         defer { server.process.stop() }
         try await withLoopGroup(loopCount: 1) { group in
             let tls = try TLSContext(role: .client, configuration: TLSConfiguration(caFile: certificates.caFile))

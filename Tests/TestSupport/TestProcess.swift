@@ -72,3 +72,20 @@ public final class BackgroundProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 }
+
+/// Tests/Peers/websockets_server.py (Python `websockets`: a third-party peer), started for one test.
+public struct PythonWebSocketServer: Sendable {
+    public let process: BackgroundProcess
+    public let port: Int
+
+    public init(arguments: [String] = []) throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Peers/websockets_server.py").path
+        process = try BackgroundProcess(["python3", script] + arguments)
+        guard let line = process.waitForLine(containing: "listening"), let port = Int(line.split(separator: " ").last ?? "") else {
+            process.stop()
+            throw TestProcess.Failure(description: "websockets_server.py did not start (is the websockets package installed?)")
+        }
+        self.port = port
+    }
+}

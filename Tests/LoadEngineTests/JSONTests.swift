@@ -1,0 +1,52 @@
+import JSON
+import Testing
+
+@Suite("JSON values")
+struct JSONTests {
+    @Test("parses every kind, keeps key order, and formats back deterministically")
+    func roundTrip() throws {
+        let text = #"{"b": [1, -2.5, 3e2, true, false, null], "a": {"z": "x\ny\u00e9\ud83d\ude00", "y": {}}, "c": []}"#
+        let value = try JSONValue(parsing: text)
+        #expect(value.objectValue?.keys == ["b", "a", "c"])
+        #expect(value["b"]?.arrayValue == [1, -2.5, 300, true, false, nil])
+        #expect(value["a"]?["z"]?.stringValue == "x\nyé😀")
+        let compact = value.formatted(pretty: false)
+        #expect(compact == #"{"b":[1,-2.5,300,true,false,null],"a":{"z":"x\nyé😀","y":{}},"c":[]}"#)
+        #expect(try JSONValue(parsing: value.formatted()) == value)
+        #expect(JSONValue.string("\u{01}\"\\").formatted() == #""\u0001\"\\""#)
+    }
+
+    @Test("syntax errors name the line and column", arguments: [
+        ("{\"a\": 1,}", 1, 9, "expected a key in quotes, found '}'"),
+        ("{\n  \"a\": tru\n}", 2, 8, "expected 'true'"),
+        ("{\"a\": 1} x", 1, 10, "unexpected 'x' after the document"),
+        ("{\"a\": 1, \"a\": 2}", 1, 10, "the key \"a\" appears twice"),
+        ("[01]", 1, 2, "a number cannot have leading zeros"),
+        ("\"abc", 1, 1, "unterminated string"),
+        ("\"\\ud800\"", 1, 2, "a high surrogate without its low surrogate"),
+        ("", 1, 1, "expected a value, found end of input"),
+        ("{\"a\":\"\u{01}\"}", 1, 7, "control character 0x1 in a string (escape it)"),
+    ])
+    func syntaxErrors(text: String, line: Int, column: Int, reason: String) {
+        do {
+            _ = try JSONValue(parsing: text)
+            Issue.record("parsed: \(text)")
+        } catch {
+            #expect(error.line == line && error.column == column && error.reason == reason, "\(error)")
+        }
+    }
+
+    @Test("nesting beyond the limit is refused, not recursed into")
+    func depthLimit() {
+        let deep = String(repeating: "[", count: 100_000)
+        #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: deep) }
+        #expect((try? JSONValue(parsing: String(repeating: "[", count: 10) + String(repeating: "]", count: 10))) != nil)
+    }
+
+    @Test("integers are exact, fractions are not integers")
+    func integers() throws {
+        #expect(try JSONValue(parsing: "9007199254740991").integerValue == 9_007_199_254_740_991)
+        #expect(try JSONValue(parsing: "1.5").integerValue == nil)
+        #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: "1e400") }
+    }
+}

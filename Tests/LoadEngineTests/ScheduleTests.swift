@@ -1,0 +1,45 @@
+import LoadEngine
+import Testing
+
+@Suite("Ramps and payload headers")
+struct ScheduleTests {
+    @Test("stages ramp linearly from the previous target and hold the last")
+    func ramp() {
+        let ramp = RampSchedule(connections: 100, stages: [
+            .init(target: 100, duration: .seconds(10)), .init(target: 100, duration: .seconds(10)),
+            .init(target: 20, duration: .seconds(4)),
+        ])
+        #expect(ramp.target(at: .zero) == 0)
+        #expect(ramp.target(at: .seconds(5)) == 50)
+        #expect(ramp.target(at: .milliseconds(9_999)) == 99)
+        #expect(ramp.target(at: .seconds(10)) == 100)
+        #expect(ramp.target(at: .seconds(19)) == 100)
+        #expect(ramp.target(at: .seconds(22)) == 60)
+        #expect(ramp.target(at: .seconds(24)) == 20)
+        #expect(ramp.target(at: .seconds(600)) == 20)
+        #expect(ramp.totalDuration == .seconds(24))
+        #expect(RampSchedule(connections: 7, stages: []).target(at: .zero) == 7)
+    }
+
+    @Test("echo headers round-trip in binary and text", arguments: [false, true])
+    func echoHeader(isText: Bool) {
+        var message = [UInt8](repeating: UInt8(ascii: "x"), count: 40)
+        EchoPayload.stamp(&message, sequence: 0x0102_0304_0506_0708, intendedNanoseconds: 0xFFEE_DDCC_BBAA_9988, isText: isText)
+        let read = EchoPayload.read(message, isText: isText)
+        #expect(read?.sequence == 0x0102_0304_0506_0708 && read?.intendedNanoseconds == 0xFFEE_DDCC_BBAA_9988)
+        if isText { #expect(String(decoding: message.prefix(16), as: UTF8.self) == "0102030405060708") }
+        #expect(EchoPayload.read(message.prefix(isText ? 31 : 15), isText: isText) == nil)
+    }
+
+    @Test("durations parse and print the way people write them")
+    func durations() {
+        #expect(parseDuration("1.5s") == .milliseconds(1500))
+        #expect(parseDuration("250us") == .microseconds(250))
+        #expect(parseDuration("2h") == .seconds(7200))
+        #expect(parseDuration("10x") == nil && parseDuration("-1s") == nil && parseDuration("s") == nil)
+        #expect(formatDuration(.microseconds(850)) == "850us")
+        #expect(formatDuration(.microseconds(12_345)) == "12.3ms")
+        #expect(formatDuration(.seconds(125)) == "2m05s")
+        #expect(formatDuration(.seconds(3720)) == "1h02m")
+    }
+}

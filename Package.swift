@@ -56,7 +56,10 @@ let package = Package(
         .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "WebSocket"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "HistogramTests", dependencies: ["Histogram", "Runtime", "TestSupport"]),
-        .testTarget(name: "LoadEngineTests", dependencies: ["LoadEngine", "JSON", "Reporting", "Histogram", "Runtime", "TestSupport"]),
+        .testTarget(
+            name: "LoadEngineTests",
+            dependencies: ["LoadEngine", "EmbeddedServer", "JSON", "Reporting", "Histogram", "Runtime", "TestSupport", "WSLoadCLI"]
+        ),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]

@@ -40,6 +40,7 @@ struct Coordinator {
         var currentInterval = MetricSet()
         var intervalStart = Duration.zero
         var lastGather = Duration.zero
+        var previousTick = Duration.zero
         var liveConnections = 0
         var abortedBy: String?
         let startedAt = Date()
@@ -72,10 +73,14 @@ struct Coordinator {
                 if elapsed >= profile.duration || stopRequested || abortedBy != nil { break }
                 // Follow each ramp.
                 for (index, plan) in plans.enumerated() where elapsed >= plan.scenario.startAfter {
-                    let target = min(ramps[index].target(at: elapsed - plan.scenario.startAfter), plan.websocket.connections)
+                    let now = elapsed - plan.scenario.startAfter
+                    let since = max(.zero, previousTick - plan.scenario.startAfter)
+                    let target = min(ramps[index].target(at: now), plan.websocket.connections)
+                    // Up to the highest point since the last tick (a stage peak between ticks), then down to now.
+                    let peak = min(ramps[index].peak(in: since...now), plan.websocket.connections)
                     let current = active[index].count
-                    if current < target {
-                        for _ in current..<target {
+                    if current < peak {
+                        for _ in current..<peak {
                             let id = nextID
                             nextID += 1
                             let loopIndex = id % loops.count
@@ -92,7 +97,8 @@ struct Coordinator {
                                 finished.increment()
                             }
                         }
-                    } else if current > target {
+                    }
+                    if active[index].count > target {
                         // Ramp down: the newest connections close first.
                         for id in active[index][target...] {
                             let latch = latches[id % loops.count]
@@ -101,6 +107,7 @@ struct Coordinator {
                         active[index].removeSubrange(target...)
                     }
                 }
+                previousTick = elapsed
                 let isRampDone = plans.indices.allSatisfy {
                     everStarted[$0] >= plans[$0].websocket.connections
                         && elapsed >= plans[$0].scenario.startAfter + ramps[$0].totalDuration

@@ -132,12 +132,24 @@ public struct RampSchedule: Sendable, Equatable {
             let end = start + stage.duration
             if elapsed < end {
                 let fraction = stage.duration == .zero ? 1 : (elapsed - start).seconds / stage.duration.seconds
-                return from + Int((Double(stage.target - from) * max(0, fraction)).rounded(.down))
+                // Toward zero: a ramp up reaches a count at its moment, a ramp down leaves it at its moment.
+                return from + Int((Double(stage.target - from) * max(0, fraction)).rounded(.towardZero))
             }
             start = end
             from = stage.target
         }
         return from
+    }
+
+    /// The highest target at any moment of `range`: a coarse tick must not skip a stage's peak.
+    public func peak(in range: ClosedRange<Duration>) -> Int {
+        var peak = max(target(at: range.lowerBound), target(at: range.upperBound))
+        var boundary = Duration.zero
+        for stage in stages {
+            boundary += stage.duration
+            if range.contains(boundary) { peak = max(peak, stage.target) }
+        }
+        return peak
     }
 
     /// When the stages end (zero without stages).

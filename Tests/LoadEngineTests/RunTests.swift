@@ -1,0 +1,227 @@
+import EmbeddedServer
+import Foundation
+import Histogram
+import JSON
+import LoadEngine
+import Reporting
+import Runtime
+import Synchronization
+import Testing
+import TestSupport
+
+/// Decodes a profile written inline (tests state every field they rely on).
+func profile(_ text: String) throws -> Profile { try ProfileDecoder.decode(Array(text.utf8)) }
+
+/// Runs an embedded server with `configuration` on its own loops for the body's duration.
+func withServer<T: Sendable>(
+    _ configuration: ServerConfiguration = ServerConfiguration(), _ body: (EmbeddedServer) async throws -> T
+) async throws -> T {
+    try await withLoopGroup(loopCount: 1) { group in
+        let server = try await EmbeddedServer.bind(configuration, on: group)
+        return try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { await server.run() }
+            defer { tasks.cancelAll() }
+            return try await body(server)
+        }
+    }
+}
+
+extension MetricSet {
+    func count(_ name: String) -> UInt64 { counter(name) }
+    func samples(_ name: String) -> UInt64 { histograms[name]?.totalCount ?? 0 }
+}
+
+@Suite("Load runs", .serialized)
+struct RunTests {
+    @Test("1,000 connections echo against the embedded server: counts, histograms, report, no leaks")
+    func echoThousand() async throws {
+        let run = LoadRun(profile: try profile("""
+            {"version": 1, "name": "echo-test", "target": "embedded", "duration": "3s", "gracefulStop": "5s", "seed": 5,
+             "headers": {"X-Api-Key": "secret-value", "X-Team": "load"},
+             "scenarios": [{"name": "echo", "pattern": "echo", "connections": 1000, "message": {"size": 64}}],
+             "thresholds": ["ws.message_rtt p99 < 10s", "errors count < 1", "ws.connections_opened count >= 1000"],
+             "report": {"interval": "1s"}}
+            """))
+        let result = try await run.run()
+        let metrics = result.scenarios[0].metrics
+        #expect(metrics.count("ws.connections_opened") == 1000)
+        #expect(metrics.count("ws.connect_attempts") == 1000)
+        #expect(metrics.samples("ws.connect") == 1000 && metrics.samples("ws.upgrade") == 1000)
+        #expect(metrics.count("ws.messages_sent") > 10_000)
+        #expect(metrics.count("ws.messages_received") == metrics.count("ws.messages_sent"))
+        #expect(metrics.samples("ws.message_rtt") == metrics.count("ws.messages_received"))
+        #expect(metrics.count("ws.bytes_sent") == 64 * metrics.count("ws.messages_sent"))
+        #expect(metrics.count("ws.bytes_received") == metrics.count("ws.bytes_sent"))
+        #expect(metrics.counters["ws.messages_lost"] == nil)
+        #expect(metrics.disconnects == [1000: 1000])
+        #expect(metrics.errors.isEmpty)
+        #expect(result.unfinishedConnections == 0 && result.liveHandlesAfterStop == 0 && result.waitingTasksAfterStop == 0)
+        #expect(result.thresholdsPassed && result.interruptedBy == nil && result.abortedBy == nil)
+        #expect(result.intervals.count >= 3)
+        #expect(result.intervals.reduce(0) { $0 + $1.metrics.count("ws.messages_received") } == metrics.count("ws.messages_received"))
+
+        // The report: versioned, secrets gone, digest of what it embeds, histograms lossless.
+        let report = RunReport.json(result, toolVersion: "test", commit: nil)
+        let text = report.formatted()
+        #expect(report["schema"]?.stringValue == "wsload.report/1")
+        #expect(!text.contains("secret-value") && text.contains("<redacted>") && text.contains("\"load\""))
+        let document = try #require(report["profile"]?["document"])
+        #expect(report["profile"]?["digest"]?.stringValue == "sha256:" + hexSHA256(document.formatted(pretty: false)))
+        #expect(report["run"]?["seed"]?.stringValue == "5")
+        #expect(report["scenarios"]?.arrayValue?.first?["model"]?.stringValue == "closed")
+        #expect(report["scenarios"]?.arrayValue?.first?["latencyMeasuredFrom"]?.stringValue == "actual send")
+        #expect(report["thresholds"]?.arrayValue?.count == 3 && report["thresholdsPassed"] == .bool(true))
+        let decoded = try MetricSet(json: try #require(report["total"]?["metrics"]), path: "total.metrics")
+        #expect(decoded.counters == result.total.counters)
+        #expect(decoded.disconnects == result.total.disconnects)
+        for (name, histogram) in result.total.histograms {
+            #expect(decoded.histograms[name]?.totalCount == histogram.totalCount, "\(name)")
+            #expect(decoded.histograms[name]?.value(atPercentile: 99.9) == histogram.value(atPercentile: 99.9), "\(name)")
+        }
+        let reparsed = try JSONValue(parsing: text)
+        #expect(reparsed == report)
+    }
+
+    @Test("echo against Python websockets (a third-party server), text messages with think time")
+    func pythonServer() async throws {
+        let server = try PythonWebSocketServer()
+        defer { server.process.stop() }
+        let result = try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "py", "target": "ws://127.0.0.1:\(server.port)/", "duration": "2s", "seed": 1,
+             "scenarios": [{"name": "echo", "pattern": "echo", "connections": 50, "pingInterval": "300ms",
+                            "message": {"size": {"min": 32, "max": 2000}, "format": "text"},
+                            "schedule": {"model": "closed", "thinkTime": "20ms"}}]}
+            """)).run()
+        let metrics = result.total
+        #expect(metrics.count("ws.connections_opened") == 50)
+        #expect(metrics.count("ws.messages_sent") > 1000)
+        #expect(metrics.count("ws.messages_received") == metrics.count("ws.messages_sent"))
+        #expect(metrics.samples("ws.ping_rtt") >= 50 * 4)
+        #expect(metrics.errors.isEmpty, "\(metrics.errors)")
+        #expect(metrics.disconnects == [1000: 50])
+        #expect(result.liveHandlesAfterStop == 0)
+    }
+
+    @Test("receive: the embedded push stream, counted with its gaps and no losses")
+    func receivePattern() async throws {
+        let result = try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "push", "target": "embedded", "duration": "2s",
+             "scenarios": [{"name": "push", "pattern": "receive", "connections": 20, "path": "/push?interval=20ms&size=100"}]}
+            """)).run()
+        let metrics = result.total
+        let received = metrics.count("ws.messages_received")
+        #expect(received > 20 * 70 && received <= 20 * 101, "\(received)")
+        #expect(metrics.count("ws.bytes_received") == 100 * received)
+        let gaps = try #require(metrics.histograms["ws.message_gap"])
+        #expect(gaps.totalCount == received - 20)
+        #expect(gaps.value(atPercentile: 50) > 15_000 && gaps.value(atPercentile: 50) < 25_000)
+        #expect(metrics.counters["ws.messages_lost"] == nil)
+        #expect(metrics.errors.isEmpty && metrics.disconnects == [1000: 20])
+    }
+
+    @Test("idle connections ping; typed requests on an open schedule are all answered")
+    func idleAndTyped() async throws {
+        let result = try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "mix", "target": "embedded", "duration": "2s",
+             "scenarios": [
+               {"name": "idle", "pattern": "idle", "connections": 50, "pingInterval": "250ms", "pingTimeout": "1s"},
+               {"name": "typed", "pattern": "typed", "connections": 20, "typeName": "order.create",
+                "schedule": {"model": "open", "rate": 20}}]}
+            """)).run()
+        let idle = result.scenarios[0].metrics
+        #expect(idle.samples("ws.ping_rtt") >= 50 * 6)
+        #expect(idle.count("ws.messages_received") == 0 && idle.errors.isEmpty)
+        let typed = result.scenarios[1].metrics
+        #expect(typed.count("ws.messages_scheduled") >= 20 * 35)
+        #expect(typed.count("ws.messages_received") == typed.count("ws.messages_sent"))
+        #expect(typed.count("ws.messages_sent") == typed.count("ws.messages_scheduled"))
+        #expect(typed.samples("ws.message_rtt") == typed.count("ws.messages_received"))
+        #expect(typed.errors.isEmpty, "\(typed.errors)")
+        let report = RunReport.json(result, toolVersion: "test", commit: nil)
+        let typedReport = try #require(report["scenarios"]?.arrayValue?.last)
+        #expect(typedReport["model"]?.stringValue == "open" && typedReport["latencyMeasuredFrom"]?.stringValue == "intended send time")
+        #expect(typedReport["scheduleDelivered"]?.numberValue == 1)
+    }
+
+    @Test("dropped connections reconnect with backoff; recovery is measured")
+    func reconnects() async throws {
+        try await withServer(ServerConfiguration(chaos: ChaosOptions(closeAfter: .milliseconds(300), closeMode: .drop))) { server in
+            let result = try await LoadRun(profile: try profile("""
+                {"version": 1, "name": "storm", "target": "\(server.url)", "duration": "2s", "seed": 3,
+                 "scenarios": [{"name": "s", "pattern": "echo", "connections": 20, "schedule": {"model": "closed", "thinkTime": "10ms"},
+                                "reconnect": {"initial": "20ms", "max": "200ms", "jitter": "full"}}]}
+                """)).run()
+            let metrics = result.total
+            #expect(metrics.count("ws.reconnects") >= 20 * 3)
+            #expect(metrics.samples("ws.reconnect_recovery") == metrics.count("ws.reconnects"))
+            #expect(metrics.count("ws.connections_opened") == 20 + metrics.count("ws.reconnects"))
+            #expect((metrics.disconnects[1006] ?? 0) >= 20 * 3)
+            // A drop can also surface as a failed send (the peer reset the connection): a transport error.
+            #expect(Set(metrics.errors.keys).isSubset(of: ["transport"]), "\(metrics.errors)")
+            #expect(result.liveHandlesAfterStop == 0)
+        }
+    }
+
+    @Test("stages ramp up and down; a message budget ends connections early and the run with them")
+    func rampAndBudget() async throws {
+        let ramp = try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "ramp", "target": "embedded", "duration": "3s",
+             "scenarios": [{"name": "r", "pattern": "echo", "schedule": {"model": "closed", "thinkTime": "50ms"},
+               "stages": [{"target": 30, "duration": "1s"}, {"target": 0, "duration": "1s"}]}],
+             "report": {"interval": "500ms"}}
+            """)).run()
+        #expect(ramp.total.count("ws.connections_opened") == 30)
+        #expect(ramp.total.disconnects == [1000: 30])
+        #expect(ramp.intervals.last!.liveConnections == 0)
+        #expect(ramp.intervals.map(\.liveConnections).max()! >= 25)
+
+        let started = ContinuousClock.now
+        let budget = try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "budget", "target": "embedded", "duration": "30s",
+             "scenarios": [{"name": "b", "pattern": "echo", "connections": 10, "messagesPerConnection": 5}]}
+            """)).run()
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(budget.total.count("ws.messages_sent") == 50 && budget.total.count("ws.messages_received") == 50)
+        #expect(budget.total.disconnects == [1000: 10])
+    }
+
+    @Test("auth tokens come from the environment, reach the server, and never the report")
+    func authentication() async throws {
+        let seen = Mutex<[String]>([])
+        let configuration = ServerConfiguration(onHandshake: { request in
+            seen.withLock { $0.append(request.headers["Authorization"] ?? "") }
+        })
+        try await withServer(configuration) { server in
+            let text = """
+                {"version": 1, "name": "auth", "target": "\(server.url)", "duration": "500ms",
+                 "auth": {"type": "bearer", "tokenEnv": "WSLOAD_TEST_TOKEN"},
+                 "scenarios": [{"name": "a", "pattern": "echo", "connections": 3}]}
+                """
+            await #expect(throws: LoadRunError.self) { try await LoadRun(profile: try profile(text), environment: [:]).run() }
+            let result = try await LoadRun(profile: try profile(text), environment: ["WSLOAD_TEST_TOKEN": "tok-123"]).run()
+            #expect(seen.withLock { $0 } == ["Bearer tok-123", "Bearer tok-123", "Bearer tok-123"])
+            #expect(!RunReport.json(result, toolVersion: "t", commit: nil).formatted().contains("tok-123"))
+        }
+    }
+
+    @Test("an abort-on-fail threshold stops the run early")
+    func abortOnFail() async throws {
+        let started = ContinuousClock.now
+        let result = try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "abort", "target": "embedded", "duration": "30s",
+             "scenarios": [{"name": "a", "pattern": "echo", "connections": 5}],
+             "thresholds": [{"expression": "ws.message_rtt max < 1us", "abortOnFail": true}]}
+            """)).run()
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(result.abortedBy == "ws.message_rtt max < 1us")
+        #expect(!result.thresholdsPassed)
+    }
+}
+
+private func hexSHA256(_ text: String) -> String {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("digest-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+    try? Data(text.utf8).write(to: file)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let output = (try? TestProcess.run(["sha256sum", file.path])) ?? ""
+    return String(output.prefix { $0 != " " })
+}

@@ -104,10 +104,43 @@ final class ConnectionRun: @unchecked Sendable {
 
     private func send(_ manager: isolated WebSocketManager, intended: UInt64) async throws(WebSocketClientError) {
         let message = makeRequest(intended: intended)
-        try await manager.send(message)
+        // Counted before the write completes, so a graceful stop that looks meanwhile waits for its reply.
+        outstanding += 1
+        do {
+            try await manager.send(message)
+        } catch {
+            outstanding -= 1
+            wakeIfAnswered()
+            throw error
+        }
         recorder.messagesSent += 1
         recorder.bytesSent += UInt64(message.byteCount)
-        outstanding += 1
+    }
+
+    // MARK: Waiting for replies
+
+    /// Tasks waiting until every request is answered (or the reader has ended).
+    private var answerWaiters: [CheckedContinuation<Void, Never>] = []
+    private var isReaderDone = false
+    private var isAnswered: Bool { outstanding == 0 || isReaderDone }
+
+    /// Returns once no request is unanswered, or the connection's reader has ended.
+    func waitUntilAnswered(_ manager: isolated WebSocketManager) async {
+        guard !isAnswered else { return }
+        await withCheckedContinuation { answerWaiters.append($0) }
+    }
+
+    private func wakeIfAnswered() {
+        guard isAnswered, !answerWaiters.isEmpty else { return }
+        let waiters = answerWaiters
+        answerWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Every reader calls this as it returns: nothing more will be answered.
+    private func readerEnded() {
+        isReaderDone = true
+        wakeIfAnswered()
     }
 
     /// Accounts a reply: its round trip from the intended send time, and sequence gaps.
@@ -133,6 +166,7 @@ final class ConnectionRun: @unchecked Sendable {
         }
         guard let reply else { return }
         outstanding = max(0, outstanding - 1)
+        wakeIfAnswered()
         recorder.messageRoundTrip.record(now >= reply.intended ? (now - reply.intended) / 1000 : 0)
         guard plan.websocket.pattern == .echo else { return }
         if reply.sequence == expectedReply {
@@ -148,6 +182,7 @@ final class ConnectionRun: @unchecked Sendable {
     /// Closed model without think time: send, read until the reply, repeat — one task, no wake-ups.
     /// (The connection is read almost all the time, so pongs are timed as they arrive.)
     private func requestResponseLoop(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
+        defer { readerEnded() }
         while !isStopping {
             if isBudgetSpent { return .finished }
             do {
@@ -165,35 +200,24 @@ final class ConnectionRun: @unchecked Sendable {
     func sendWithThinkTime(_ manager: isolated WebSocketManager, think: Duration) async {
         while !isStopping && !isBudgetSpent && !isReaderDone {
             do { try await send(manager, intended: clock.now.nanoseconds) } catch { return }
-            if outstanding > 0 && !isReaderDone { await withCheckedContinuation { replyWaiter = $0 } }
+            await waitUntilAnswered(manager)
             do { try await loop.sleep(for: think) } catch { return }
         }
         if isBudgetSpent && !isStopping && !isReaderDone {
+            await waitUntilAnswered(manager)
             await manager.beginClosing(code: .normalClosure, reason: "done")
         }
     }
 
-    /// The closed-model sender waiting for its reply.
-    private var replyWaiter: CheckedContinuation<Void, Never>?
-    private var isReaderDone = false
-
     /// The reader when a separate task sends (open model, or closed with think time): replies until the
     /// connection closes.
     private func readReplies(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
-        defer {
-            isReaderDone = true
-            replyWaiter?.resume()
-            replyWaiter = nil
-        }
+        defer { readerEnded() }
         while true {
             do {
                 didReceiveReply(try await manager.receive())
             } catch {
                 return ended(by: error)
-            }
-            if outstanding == 0, let waiter = replyWaiter {
-                replyWaiter = nil
-                waiter.resume()
             }
         }
     }
@@ -222,9 +246,7 @@ final class ConnectionRun: @unchecked Sendable {
         }
         // A spent budget ends the connection once the replies are in.
         if isBudgetSpent && !isStopping {
-            while outstanding > 0 && manager.state == .open {
-                do { try await loop.sleep(for: .milliseconds(10)) } catch { return }
-            }
+            await waitUntilAnswered(manager)
             await manager.beginClosing(code: .normalClosure, reason: "done")
         }
     }
@@ -233,6 +255,7 @@ final class ConnectionRun: @unchecked Sendable {
 
     /// idle and receive: count what the server sends, and the gaps between messages.
     private func readPushed(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
+        defer { readerEnded() }
         while true {
             let message: WebSocketConnection.Message
             do { message = try await manager.receive() } catch { return ended(by: error) }

@@ -17,8 +17,9 @@ struct Coordinator {
 
     /// How often the ramp is followed.
     static let tick: Duration = .milliseconds(50)
-    /// How often recorders are gathered (and progress reported).
-    static let gatherEvery: Duration = .seconds(1)
+    /// How often recorders are gathered (and progress reported): every second, or every report interval if
+    /// that is shorter. Gathers fall on fixed boundaries (k × period), so a late tick does not shift them.
+    var gatherEvery: Duration { min(.seconds(1), profile.report.interval) }
 
     private struct Slot {
         var scenario: Int
@@ -40,6 +41,8 @@ struct Coordinator {
         var currentInterval = MetricSet()
         var intervalStart = Duration.zero
         var lastGather = Duration.zero
+        var nextGather = gatherEvery
+        var nextIntervalEnd = profile.report.interval
         var previousTick = Duration.zero
         var liveConnections = 0
         var abortedBy: String?
@@ -113,7 +116,8 @@ struct Coordinator {
                         && elapsed >= plans[$0].scenario.startAfter + ramps[$0].totalDuration
                 }
                 if isRampDone && running == 0 { break }  // every connection spent its budget (or gave up)
-                if elapsed - lastGather >= Self.gatherEvery {
+                if elapsed >= nextGather {
+                    while nextGather <= elapsed { nextGather += gatherEvery }
                     let (recent, perScenario, live) = await gather()
                     liveConnections = live
                     for index in plans.indices { try? scenarioTotals[index].add(perScenario[index]) }
@@ -121,7 +125,8 @@ struct Coordinator {
                     try? currentInterval.add(recent)
                     let seconds = (elapsed - lastGather).seconds
                     lastGather = elapsed
-                    if elapsed - intervalStart >= profile.report.interval {
+                    if elapsed >= nextIntervalEnd {
+                        while nextIntervalEnd <= elapsed { nextIntervalEnd += profile.report.interval }
                         intervals.append(.init(start: intervalStart, end: elapsed, liveConnections: live, metrics: currentInterval))
                         currentInterval = MetricSet()
                         intervalStart = elapsed

@@ -119,7 +119,12 @@ struct VirtualUser {
                 }
             }
             await latch.wait(id)
-            if latch.isStopped(id) { await manager.beginClosing(code: .normalClosure, reason: "run stopped") }
+            if latch.isStopped(id) {
+                // Graceful: no new requests (the senders see the stop), the replies in flight arrive, then the
+                // closing handshake. gracefulStop bounds it all: past it the run cancels, which ends the reader.
+                await connection.waitUntilAnswered(manager)
+                await manager.beginClosing(code: .normalClosure, reason: "run stopped")
+            }
             var ending = Ending.dropped
             while let result = await group.next() {
                 guard let result else { continue }

@@ -244,6 +244,13 @@ final class ConnectionRun: @unchecked Sendable {
                 next += interval
             }
         }
+        // Slots due before the stop that a lagging sender never reached are part of the schedule too:
+        // the delivered fraction must show them as missed, not pretend they were never due.
+        if let stop = latch.stopInstant(id), next < stop {
+            let missed = (stop - next + interval - 1) / interval
+            recorder.messagesScheduled += missed
+            recorder.messagesMissed += missed
+        }
         // A spent budget ends the connection once the replies are in.
         if isBudgetSpent && !isStopping {
             await waitUntilAnswered(manager)

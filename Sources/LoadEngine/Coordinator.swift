@@ -103,9 +103,10 @@ struct Coordinator {
                     }
                     if active[index].count > target {
                         // Ramp down: the newest connections close first.
+                        let instant = LoopClock().now.nanoseconds
                         for id in active[index][target...] {
                             let latch = latches[id % loops.count]
-                            loops[id % loops.count].execute { latch.stop(id) }
+                            loops[id % loops.count].execute { latch.stop(id, at: instant) }
                         }
                         active[index].removeSubrange(target...)
                     }
@@ -142,19 +143,26 @@ struct Coordinator {
                 try? await Task.sleep(for: Self.tick)
             }
             // Stop: every connection closes gracefully; whatever is still running after gracefulStop is cancelled.
+            let stopInstant = LoopClock().now.nanoseconds
             for (index, loop) in loops.enumerated() {
                 let latch = latches[index]
-                loop.execute { latch.stopEverything() }
+                loop.execute { latch.stopEverything(at: stopInstant) }
             }
             let stopStarted = clock.now
+            var lastStopReport = stopStarted - .seconds(1)
             while running > 0 {
                 if clock.now - stopStarted >= profile.gracefulStop {
                     deadlineReached = true
                     break
                 }
-                onProgress?(RunProgress(
-                    elapsed: clock.now - start, duration: profile.duration, liveConnections: liveConnections,
-                    targetConnections: 0, recent: MetricSet(), recentSeconds: 0, total: total, isStopping: true))
+                if clock.now - lastStopReport >= .milliseconds(250) {
+                    lastStopReport = clock.now
+                    var progress = RunProgress(
+                        elapsed: clock.now - start, duration: profile.duration, liveConnections: running,
+                        targetConnections: 0, recent: MetricSet(), recentSeconds: 0, total: total, isStopping: true)
+                    progress.stopTimeLeft = profile.gracefulStop - (clock.now - stopStarted)
+                    onProgress?(progress)
+                }
                 try? await Task.sleep(for: .milliseconds(20))
             }
             if deadlineReached {

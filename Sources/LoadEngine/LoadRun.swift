@@ -22,7 +22,10 @@ public struct RunProgress: Sendable {
     public var recent: MetricSet
     public var recentSeconds: Double
     public var total: MetricSet
+    /// After the duration: connections still closing are `liveConnections`; this is what is left of
+    /// `gracefulStop`.
     public var isStopping: Bool
+    public var stopTimeLeft: Duration = .zero
 }
 
 /// The outcome of a run, ready to be written as a report.

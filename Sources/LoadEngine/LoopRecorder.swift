@@ -23,6 +23,7 @@ final class LoopRecorder: @unchecked Sendable {
     var messagesLost: UInt64 = 0
     var messagesDropped: UInt64 = 0
     var messagesScheduled: UInt64 = 0
+    var messagesMissed: UInt64 = 0
     var disconnects: [UInt16: UInt64] = [:]
     var errors: [String: UInt64] = [:]
     /// Connections open now (a gauge: never reset).
@@ -47,7 +48,7 @@ final class LoopRecorder: @unchecked Sendable {
             ("ws.messages_sent", \.messagesSent), ("ws.messages_received", \.messagesReceived),
             ("ws.bytes_sent", \.bytesSent), ("ws.bytes_received", \.bytesReceived), ("ws.reconnects", \.reconnects),
             ("ws.messages_lost", \.messagesLost), ("ws.messages_dropped", \.messagesDropped),
-            ("ws.messages_scheduled", \.messagesScheduled),
+            ("ws.messages_scheduled", \.messagesScheduled), ("ws.messages_missed", \.messagesMissed),
         ]
         for (name, keyPath) in counters where self[keyPath: keyPath] > 0 {
             metrics.counters[name] = self[keyPath: keyPath]
@@ -70,12 +71,20 @@ struct RecorderSnapshot: Sendable {
 /// own driver finishes. Loop-confined like ``LoopRecorder``.
 final class StopLatch: @unchecked Sendable {
     private var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-    private var stopped: Set<Int> = []
+    /// Stopped connections, with the loop-clock instant (ns) the run decided to stop them.
+    private var stopped: [Int: UInt64] = [:]
+    private var everythingStoppedAt: UInt64?
     /// Wakes that came while nobody waited: the next wait returns at once.
     private var pendingWakes: Set<Int> = []
-    private(set) var isEverythingStopped = false
+    func isStopped(_ id: Int) -> Bool { everythingStoppedAt != nil || stopped[id] != nil }
 
-    func isStopped(_ id: Int) -> Bool { isEverythingStopped || stopped.contains(id) }
+    /// When `id` was told to stop (the open model counts the schedule up to this instant).
+    func stopInstant(_ id: Int) -> UInt64? {
+        switch (stopped[id], everythingStoppedAt) {
+        case (let one?, let all?): min(one, all)
+        case (let one, let all): one ?? all
+        }
+    }
 
     /// Waits until `id` is stopped or woken.
     func wait(_ id: Int) async {
@@ -92,13 +101,13 @@ final class StopLatch: @unchecked Sendable {
         }
     }
 
-    func stop(_ id: Int) {
-        stopped.insert(id)
+    func stop(_ id: Int, at instant: UInt64) {
+        stopped[id] = instant
         wake(id)
     }
 
-    func stopEverything() {
-        isEverythingStopped = true
+    func stopEverything(at instant: UInt64) {
+        everythingStoppedAt = instant
         let all = waiters
         waiters = [:]
         for waiter in all.values { waiter.resume() }
@@ -106,7 +115,7 @@ final class StopLatch: @unchecked Sendable {
 
     /// Forgets a finished connection.
     func remove(_ id: Int) {
-        stopped.remove(id)
+        stopped.removeValue(forKey: id)
         pendingWakes.remove(id)
         waiters.removeValue(forKey: id)?.resume()
     }

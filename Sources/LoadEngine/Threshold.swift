@@ -171,7 +171,8 @@ public enum MetricCatalog {
     ]
     public static let counters = [
         "ws.connections_opened", "ws.messages_sent", "ws.messages_received", "ws.bytes_sent", "ws.bytes_received",
-        "ws.reconnects", "ws.disconnects", "ws.messages_lost", "ws.messages_dropped",
+        "ws.reconnects", "ws.disconnects", "ws.messages_lost", "ws.messages_dropped", "ws.messages_scheduled",
+        "ws.messages_missed",
     ]
     public static var names: [String] { latencies + counters + ["errors"] }
 

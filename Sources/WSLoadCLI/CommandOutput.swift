@@ -6,21 +6,25 @@ public struct CommandOutput: Sendable {
     public var writeError: @Sendable (String) -> Void
     /// Whether standard error is a terminal (live progress redraws in place only there).
     public var isErrorTerminal: Bool
+    /// Whether standard output is a terminal and `NO_COLOR` is unset: the summary may use colour.
+    public var usesColor: Bool
 
     public init(
         writeOutput: @escaping @Sendable (String) -> Void, writeError: @escaping @Sendable (String) -> Void,
-        isErrorTerminal: Bool = false
+        isErrorTerminal: Bool = false, usesColor: Bool = false
     ) {
         self.writeOutput = writeOutput
         self.writeError = writeError
         self.isErrorTerminal = isErrorTerminal
+        self.usesColor = usesColor
     }
 
     /// The process's stdout and stderr, unbuffered.
     public static let standard = CommandOutput(
         writeOutput: { writeAll(STDOUT_FILENO, $0) },
         writeError: { writeAll(STDERR_FILENO, $0) },
-        isErrorTerminal: isatty(STDERR_FILENO) == 1
+        isErrorTerminal: isatty(STDERR_FILENO) == 1,
+        usesColor: isatty(STDOUT_FILENO) == 1 && (getenv("NO_COLOR").map { $0.pointee == 0 } ?? true)
     )
 
     /// Writes `text` followed by a newline to standard output.

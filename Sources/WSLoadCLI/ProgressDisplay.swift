@@ -9,19 +9,16 @@ final class ProgressDisplay: Sendable {
     private let output: CommandOutput
     private let isTerminal: Bool
     private let isQuiet: Bool
-    let usesColor: Bool
     private struct State {
         var linesDrawn = 0
         var lastPlainLine: Duration?
     }
     private let state = Mutex(State())
 
-    init(output: CommandOutput, isTerminal: Bool, isQuiet: Bool,
-         environment: [String: String] = ProcessInfo.processInfo.environment) {
+    init(output: CommandOutput, isTerminal: Bool, isQuiet: Bool) {
         self.output = output
         self.isTerminal = isTerminal
         self.isQuiet = isQuiet
-        usesColor = isTerminal && environment["NO_COLOR"].map(\.isEmpty) ?? true
     }
 
     func update(_ progress: RunProgress) {
@@ -55,13 +52,19 @@ final class ProgressDisplay: Sendable {
             rtt = "rtt p50 \(formatMicroseconds(Double(histogram.value(atPercentile: 50)))) "
                 + "p99 \(formatMicroseconds(Double(histogram.value(atPercentile: 99))))"
         }
-        let head = progress.isStopping
-            ? "stopping: \(progress.liveConnections) connections closing"
-            : "\(formatDuration(progress.elapsed)) elapsed, \(formatDuration(remaining)) left"
+        let errors = "errors \(grouped(Int(progress.total.errorCount)))   reconnects \(grouped(Int(progress.total.counter("ws.reconnects"))))"
+        if progress.isStopping {
+            return [
+                "stopping: \(grouped(progress.liveConnections)) connections finishing and closing, "
+                    + "\(formatDuration(max(.zero, progress.stopTimeLeft))) of gracefulStop left",
+                "\(rtt) (whole run)", errors,
+            ]
+        }
         return [
-            head,
-            "connections \(progress.liveConnections)/\(progress.targetConnections)   \(grouped(Int(rate.rounded()))) msgs/s   \(rtt)",
-            "errors \(grouped(Int(progress.total.errorCount)))   reconnects \(grouped(Int(progress.total.counter("ws.reconnects"))))",
+            "\(formatDuration(progress.elapsed)) elapsed, \(formatDuration(remaining)) left",
+            "connections \(grouped(progress.liveConnections)) up / \(grouped(progress.targetConnections)) target   "
+                + "\(grouped(Int(rate.rounded()))) msgs/s   \(rtt)",
+            errors,
         ]
     }
 }

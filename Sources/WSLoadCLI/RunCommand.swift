@@ -123,7 +123,7 @@ enum RunCommand: Subcommand {
         if options.has("json") {
             output.writeOutput(text)
         } else if !isQuiet {
-            output.writeOutput(RunSummary.text(result, colors: display.usesColor))
+            output.writeOutput(RunSummary.text(result, colors: output.usesColor))
         }
         if exit != .success { return exit }
         if !isQuiet { output.printError("report: \(reportPath)") }

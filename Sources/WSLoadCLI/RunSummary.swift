@@ -51,6 +51,7 @@ enum RunSummary {
         var messages = "  messages      sent \(grouped(Int(sent))), received \(grouped(Int(received))) (\(grouped(rate))/s)"
         if let lost = metrics.counters["ws.messages_lost"] { messages += ", lost \(grouped(Int(lost)))" }
         if let dropped = metrics.counters["ws.messages_dropped"] { messages += ", dropped \(grouped(Int(dropped)))" }
+        if let missed = metrics.counters["ws.messages_missed"] { messages += ", missed \(grouped(Int(missed)))" }
         if let scheduled = metrics.counters["ws.messages_scheduled"], scheduled > 0 {
             messages += ", \(String(format1: Double(received) / Double(scheduled) * 100))% of schedule delivered"
         }

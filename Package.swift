@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "WSLoadBench",
-            dependencies: ["Runtime", "Clients", "WebSocket"],
+            dependencies: ["Runtime", "Clients", "WebSocket", "Histogram"],
             path: "Benchmarks/WSLoadBench",
             swiftSettings: swiftSettings
         ),

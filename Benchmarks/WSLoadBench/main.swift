@@ -3,6 +3,7 @@
 //   swift run -c release wsload-bench runtime [--connections 1000] [--idle 10000] [--seconds 5]
 //   swift run -c release wsload-bench websocket [--connections 1000] [--idle 10000] [--seconds 5]
 //                                               [--peer embedded|node|both] [--api receive|events|both] [--loops N]
+//   swift run -c release wsload-bench histogram [--samples 10000000]
 //   wsload-bench echo-server            (internal: the peer process the runtime benchmark drives)
 import Foundation
 import Runtime
@@ -36,9 +37,11 @@ case "websocket":
         }(),
         loops: option("--loops", default: EventLoopGroup.defaultLoopCount)
     ).run()
+case "histogram":
+    HistogramBenchmark(samples: option("--samples", default: 10_000_000)).run()
 case "echo-server":
     try await runEchoServer()
 default:
-    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both] [--loops N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket|histogram [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both] [--loops N]\n".utf8))
     exit(64)
 }

@@ -2,16 +2,25 @@ import Clients
 import Runtime
 import WebSocket
 
-/// What every connection of a scenario shares (immutable).
-struct ScenarioPlan: Sendable {
-    var index: Int
-    var scenario: Scenario
-    var url: WebSocketURL
-    var configuration: WebSocketClientConfiguration
+/// What every connection of a scenario shares (immutable). A class: connections hold a reference, so
+/// their long-lived async frames stay small (a task keeps the memory of its deepest frames).
+final class ScenarioPlan: Sendable {
+    let index: Int
+    let scenario: Scenario
+    let websocket: WebSocketScenario
+    let url: WebSocketURL
+    let configuration: WebSocketClientConfiguration
     /// Printable filler the messages are cut from (text-safe, so one buffer serves both formats).
-    var filler: [UInt8]
+    let filler: [UInt8]
 
-    var websocket: WebSocketScenario { scenario.websocket }
+    init(index: Int, scenario: Scenario, url: WebSocketURL, configuration: WebSocketClientConfiguration, filler: [UInt8]) {
+        self.index = index
+        self.scenario = scenario
+        websocket = scenario.websocket
+        self.url = url
+        self.configuration = configuration
+        self.filler = filler
+    }
 }
 
 /// One simulated client: connects, drives its pattern, and reconnects with the scenario's backoff after
@@ -38,9 +47,7 @@ struct VirtualUser {
             let manager = WebSocketManager(url: plan.url, configuration: plan.configuration, loop: loop)
             recorder.connectAttempts += 1
             if downSince != nil { recorder.reconnects += 1 }
-            do {
-                try await manager.connect()
-            } catch {
+            if let error = await Self.connect(manager, on: loop) {
                 recorder.recordError(error.code.rawValue)
                 if downSince == nil { downSince = clock.now }
                 guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
@@ -63,6 +70,23 @@ struct VirtualUser {
             guard ending == .dropped else { return }
             downSince = clock.now
             guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
+        }
+    }
+
+    /// Connects in a short-lived child task. A task's allocator keeps the slabs its deepest frames needed
+    /// until the task ends; the handshake's frames are deep, and the connection's own task lives for
+    /// hours, so the handshake runs in a task of its own and gives its memory back.
+    private static func connect(_ manager: WebSocketManager, on loop: EventLoop) async -> WebSocketClientError? {
+        await withTaskGroup(of: WebSocketClientError?.self) { group in
+            group.addTask(executorPreference: loop.taskExecutor) {
+                do throws(WebSocketClientError) {
+                    try await manager.connect()
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            return await group.next()!
         }
     }
 

@@ -122,6 +122,8 @@ final class ConnectionRun: @unchecked Sendable {
     /// Tasks waiting until every request is answered (or the reader has ended).
     private var answerWaiters: [CheckedContinuation<Void, Never>] = []
     private var isReaderDone = false
+    /// True once the pattern's reader has returned (the connection is over).
+    var hasReaderEnded: Bool { isReaderDone }
     private var isAnswered: Bool { outstanding == 0 || isReaderDone }
 
     /// Returns once no request is unanswered, or the connection's reader has ended.
@@ -280,30 +282,22 @@ final class ConnectionRun: @unchecked Sendable {
         }
     }
 
-    /// Pings every `interval`; a ping unanswered within the scenario's timeout drops the connection.
-    func ping(_ manager: isolated WebSocketManager, every interval: Duration) async {
+    /// Sends one ping and records its round trip; a pong not back within the scenario's `pingTimeout`
+    /// counts a `pong_timeout` and drops the connection (its reader then ends with 1006).
+    func ping(_ manager: isolated WebSocketManager) async {
+        guard manager.state == .open else { return }
         let timeout = plan.websocket.pingTimeout
-        while manager.state == .open && !isStopping {
-            do { try await loop.sleep(for: interval) } catch { return }
-            guard manager.state == .open, !isStopping else { return }
-            let answered = await withTaskGroup(of: Duration?.self) { group -> Duration?? in
-                group.addTask { try? await manager.sendPing() }
-                group.addTask {
-                    try? await self.loop.sleep(for: timeout)
-                    return nil
-                }
-                let first = await group.next()!
-                group.cancelAll()
-                return first
-            }
-            guard case .some(.some(let roundTrip)) = answered else {
-                guard manager.state == .open, !isStopping else { return }
+        let recorder = self.recorder
+        // Timer callbacks run on the loop thread outside any job, where the manager's isolation can be assumed.
+        let timer = ScheduledTimer(on: loop, after: timeout) {
+            manager.assumeIsolated { manager in
+                guard manager.state == .open else { return }
                 recorder.recordError("pong_timeout")
                 manager.abort(reason: "no pong within \(timeout)")
-                return
             }
-            recorder.pingRoundTrip.record(microseconds: roundTrip)
         }
+        defer { timer.cancel() }
+        if let roundTrip = try? await manager.sendPing() { recorder.pingRoundTrip.record(microseconds: roundTrip) }
     }
 
     /// How a pattern ends when the connection fails under it.

@@ -101,6 +101,8 @@ final class StopLatch: @unchecked Sendable {
         }
     }
 
+    func discardPendingWake(_ id: Int) { pendingWakes.remove(id) }
+
     func stop(_ id: Int, at instant: UInt64) {
         stopped[id] = instant
         wake(id)

@@ -99,12 +99,24 @@ struct VirtualUser {
         attempt += 1
         let delay = policy.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
         previousDelay = delay
+        // A wake left over from the connection (a ping timer that fired as the reader ended) must not cut
+        // the backoff short: the delay is the policy's, to the nanosecond.
+        latch.discardPendingWake(id)
+        let deadline = clock.now.advanced(by: delay)
+        while !latch.isStopped(id) && clock.now < deadline { await waitForLatch(until: deadline) }
+        return !latch.isStopped(id)
+    }
+
+    /// Waits until this connection is stopped or woken, or `deadline` passes.
+    private func waitForLatch(until deadline: LoopClock.Instant?) async {
+        guard let deadline else { return await latch.wait(id) }
+        let delay = clock.now.duration(to: deadline)
+        guard delay > .zero else { return }
         let latch = self.latch
         let id = self.id
         let timer = ScheduledTimer(on: loop, after: delay) { latch.wake(id) }
         await latch.wait(id)
         timer.cancel()
-        return !latch.isStopped(id)
     }
 
     /// Runs the pattern on an open connection until it ends; closes it gracefully when stopped.
@@ -119,12 +131,6 @@ struct VirtualUser {
                 let ending = await connection.runPattern(manager)
                 latch.wake(id)
                 return ending
-            }
-            if let interval = plan.websocket.pingInterval {
-                group.addTask(executorPreference: loop.taskExecutor) {
-                    await connection.ping(manager, every: interval)
-                    return nil
-                }
             }
             if plan.websocket.pattern == .echo || plan.websocket.pattern == .typed {
                 switch plan.websocket.schedule {
@@ -142,7 +148,18 @@ struct VirtualUser {
                     break  // the reader sends too
                 }
             }
-            await latch.wait(id)
+            // This task waits for the stop or the reader's end, pinging when a ping is due (one task fewer per
+            // connection than a separate pinger: idle connections are what memory is spent on).
+            let interval = plan.websocket.pingInterval
+            var nextPing = interval.map { clock.now.advanced(by: $0) }
+            while true {
+                await waitForLatch(until: nextPing)
+                if latch.isStopped(id) || connection.hasReaderEnded { break }
+                if let due = nextPing, let interval, clock.now >= due {
+                    await connection.ping(manager)
+                    nextPing = clock.now.advanced(by: interval)
+                }
+            }
             if latch.isStopped(id) {
                 // Graceful: no new requests (the senders see the stop), the replies in flight arrive, then the
                 // closing handshake. gracefulStop bounds it all: past it the run cancels, which ends the reader.
@@ -153,7 +170,7 @@ struct VirtualUser {
             while let result = await group.next() {
                 guard let result else { continue }
                 ending = result
-                group.cancelAll()  // the pinger and the sender end with the reader
+                group.cancelAll()  // the sender ends with the reader
             }
             return ending
         }

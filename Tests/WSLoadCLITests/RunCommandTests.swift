@@ -107,7 +107,8 @@ struct RunCommandTests {
         try process.run()
         // The first progress line means connections are up and measured.
         var seen = ""
-        while !seen.contains("connections 50/50") {
+        let deadline = ContinuousClock.now + .seconds(20)  // lines come every 5 s at most; never wait for the whole run
+        while !seen.contains("connections 50 up / 50 target") && ContinuousClock.now < deadline {
             let chunk = errors.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             seen += String(decoding: chunk, as: UTF8.self)

@@ -205,6 +205,32 @@ struct RunTests {
         }
     }
 
+    @Test("wss: verified against a CA file, TLS handshakes measured; unverifiable without it; insecure on request")
+    func secure() async throws {
+        let certificate = try SelfSignedCertificate.generate()
+        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-ca-\(getpid()).pem")
+        try Data(certificate.certificatePEM.utf8).write(to: caFile)
+        defer { try? FileManager.default.removeItem(at: caFile) }
+        let tls = try TLSContext(role: .server, configuration: TLSConfiguration(certificateAndKey: certificate))
+        try await withServer(ServerConfiguration(tls: tls)) { server in
+            let port = server.localAddress.port
+            func run(_ tls: String) async throws -> MetricSet {
+                try await LoadRun(profile: try profile("""
+                    {"version": 1, "name": "tls", "target": "wss://127.0.0.1:\(port)/", "duration": "700ms", \(tls)
+                     "scenarios": [{"name": "s", "pattern": "echo", "connections": 5, "schedule": {"model": "closed", "thinkTime": "50ms"}}]}
+                    """)).run().total
+            }
+            let verified = try await run(#""tls": {"caFile": "\#(caFile.path)"},"#)
+            #expect(verified.count("ws.connections_opened") == 5 && verified.samples("ws.tls_handshake") == 5)
+            #expect(verified.count("ws.messages_received") > 0 && verified.errors.isEmpty)
+            let unverified = try await run("")
+            #expect(unverified.count("ws.connections_opened") == 0)
+            #expect(unverified.errors["tls"] == 5, "\(unverified.errors)")
+            let insecure = try await run(#""tls": {"insecure": true},"#)
+            #expect(insecure.count("ws.connections_opened") == 5 && insecure.errors.isEmpty)
+        }
+    }
+
     @Test("an abort-on-fail threshold stops the run early")
     func abortOnFail() async throws {
         let started = ContinuousClock.now

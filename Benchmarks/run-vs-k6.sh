@@ -94,11 +94,11 @@ PY
 echo "== closed-model echo, 1,000 connections, 64 B text, ${seconds} s"
 start_node
 run_wsload "$work/echo.json" "$url" "wsload vs Node ws"
-run_k6 Benchmarks/peers/k6_echo.js "$url" "k6     vs Node ws" -e VUS=1000 -e DURATION="$((seconds + 2))s" -e SECONDS="$seconds"
+run_k6 Benchmarks/peers/k6_echo.js "$url" "k6     vs Node ws" -e VUS=1000 -e DURATION="${seconds}s" -e SECONDS="$seconds"
 stop_servers
 start_serve
 run_wsload "$work/echo.json" "$url" "wsload vs wsload serve"
-run_k6 Benchmarks/peers/k6_echo.js "$url" "k6     vs wsload serve" -e VUS=1000 -e DURATION="$((seconds + 2))s" -e SECONDS="$seconds"
+run_k6 Benchmarks/peers/k6_echo.js "$url" "k6     vs wsload serve" -e VUS=1000 -e DURATION="${seconds}s" -e SECONDS="$seconds"
 stop_servers
 
 echo "== open model, 5,000 connections x 10 msgs/s = 50,000 msgs/s scheduled, ${seconds} s, against wsload serve"

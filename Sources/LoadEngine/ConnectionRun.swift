@@ -4,9 +4,10 @@ import Foundation
 import Runtime
 import WebSocket
 
-/// The state of one open connection's pattern, shared by its reader, its scheduled sender and its
-/// pinger. Every method runs isolated to the connection's ``WebSocketManager`` (an `isolated` parameter),
-/// so the three never race and each message costs no actor hop.
+/// The state of one open connection's pattern, shared by its reader, its sender (open model, or closed
+/// with think time) and the connection's own task (pings, graceful stop). Every method runs isolated to
+/// the connection's ``WebSocketManager`` (an `isolated` parameter), so they never race and a message costs
+/// no actor hop.
 final class ConnectionRun: @unchecked Sendable {
     let id: Int
     let plan: ScenarioPlan
@@ -110,6 +111,7 @@ final class ConnectionRun: @unchecked Sendable {
             try await manager.send(message)
         } catch {
             outstanding -= 1
+            inFlight.removeValue(forKey: nextSequence - 1)
             wakeIfAnswered()
             throw error
         }

@@ -36,7 +36,7 @@ enum RunCommand: Subcommand {
           -h, --help              Show help information.
 
         EXIT CODES:
-          0 passed, 1 could not run, 3 thresholds failed, 64 usage, 65 invalid profile,
+          0 passed, 1 could not run (or no connection ever opened), 3 thresholds failed, 64 usage, 65 invalid profile,
           66 profile unreadable, 74 report not written, 130 interrupted (report written).
 
         """
@@ -128,6 +128,12 @@ enum RunCommand: Subcommand {
         if exit != .success { return exit }
         if !isQuiet { output.printError("report: \(reportPath)") }
         if result.interruptedBy != nil { return .interrupted }
+        let attempts = result.total.counter("ws.connect_attempts")
+        if attempts > 0 && result.total.counter("ws.connections_opened") == 0 {
+            let codes = result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            output.printError("Error: none of \(attempts) connection attempts succeeded (\(codes)).")
+            return .failure
+        }
         return result.thresholdsPassed ? .success : .thresholdsFailed
     }
 }

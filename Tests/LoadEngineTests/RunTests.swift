@@ -127,6 +127,7 @@ struct RunTests {
              "scenarios": [
                {"name": "idle", "pattern": "idle", "connections": 50, "pingInterval": "250ms", "pingTimeout": "1s"},
                {"name": "typed", "pattern": "typed", "connections": 20, "typeName": "order.create",
+                "compression": true, "subprotocols": ["orders.v2"],
                 "schedule": {"model": "open", "rate": 20}}]}
             """)).run()
         let idle = result.scenarios[0].metrics

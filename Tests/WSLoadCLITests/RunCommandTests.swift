@@ -94,6 +94,21 @@ struct RunCommandTests {
         }
     }
 
+    @Test("a target that refuses every connection: exit 1, the report still written with the errors")
+    func refused() async throws {
+        let scratch = try Scratch()
+        let profile = try scratch.write("p.json", """
+            {"version": 1, "name": "refused", "target": "ws://127.0.0.1:1/", "duration": "500ms",
+             "scenarios": [{"name": "s", "pattern": "echo", "connections": 3}]}
+            """)
+        let captured = CapturedOutput()
+        let code = await WSLoad.main(arguments: ["run", profile, "--out", scratch.path("r.json")], output: captured.commandOutput)
+        #expect(code == .failure)
+        #expect(captured.error.contains("Error: none of 3 connection attempts succeeded (connect 3)."), "\(captured.error)")
+        let report = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: scratch.path("r.json")))))
+        #expect(report["errors"]?["connect"]?.integerValue == 3)
+    }
+
     @Test("SIGINT mid-run in a child process: a complete report marked interrupted, exit 130")
     func interrupt() async throws {
         let scratch = try Scratch()

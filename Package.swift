@@ -53,7 +53,10 @@ let package = Package(
         ),
         .target(name: "TestSupport", dependencies: ["Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
-        .testTarget(name: "WSLoadCLITests", dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "WebSocket"]),
+        .testTarget(
+            name: "WSLoadCLITests",
+            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "WebSocket", "EmbeddedServer", "JSON"]
+        ),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "HistogramTests", dependencies: ["Histogram", "Runtime", "TestSupport"]),
         .testTarget(

@@ -155,9 +155,11 @@ public struct Histogram: Sendable, Equatable {
                 + "\(lowestDiscernibleValue)...\(highestTrackableValue)/\(significantDigits) digits")
         }
         guard other.totalCount > 0 else { return }
+        // Only the slots between the other's smallest and largest value can hold counts.
+        let slots = other.countsIndex(of: other.minimumRecorded)...other.countsIndex(of: other.maximumRecorded)
         counts.withUnsafeMutableBufferPointer { mine in
             other.counts.withUnsafeBufferPointer { theirs in
-                for index in theirs.indices where theirs[index] != 0 { mine[index] &+= theirs[index] }
+                for index in slots where theirs[index] != 0 { mine[index] &+= theirs[index] }
             }
         }
         totalCount &+= other.totalCount
@@ -247,6 +249,26 @@ public struct Histogram: Sendable, Equatable {
             total += deviation * deviation * Double(count)
         }
         return (total / Double(totalCount)).squareRoot()
+    }
+
+    /// Replaces every non-zero count by `transform(count)` (for resampling: a bootstrap redraws each
+    /// slot's count); totals, minimum and maximum follow.
+    public mutating func resampleCounts(_ transform: (UInt64) -> UInt64) {
+        var total: UInt64 = 0
+        var lowest = UInt64.max
+        var highest: UInt64 = 0
+        for index in counts.indices where counts[index] != 0 {
+            let count = transform(counts[index])
+            counts[index] = count
+            guard count > 0 else { continue }
+            total &+= count
+            let value = valueFromIndex(index)
+            lowest = min(lowest, value)
+            highest = max(highest, value)
+        }
+        totalCount = total
+        minimumRecorded = lowest
+        maximumRecorded = highest
     }
 
     /// The memory the counts occupy, in bytes.

@@ -68,6 +68,10 @@ public struct RunResult: Sendable {
     /// Runtime handles and parked tasks left once everything stopped (0 and 0 when nothing leaked).
     public var liveHandlesAfterStop: Int
     public var waitingTasksAfterStop: Int
+    /// The slice of the profile this process ran (`--shard i/n`), if only a slice.
+    public var shard: Shard?
+    /// For a merged result: the reports it was merged from.
+    public var mergedFrom: [String] = []
 
     public var thresholdsPassed: Bool { thresholds.allSatisfy(\.passed) }
 }
@@ -84,17 +88,22 @@ public struct LoadRun: Sendable {
     public var shutdown: GracefulShutdown?
     /// Called about once a second from the coordinating task.
     public var onProgress: (@Sendable (RunProgress) -> Void)?
+    /// Run only this slice of the profile.
+    public var shard: Shard?
 
     public init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
-                shutdown: GracefulShutdown? = nil, onProgress: (@Sendable (RunProgress) -> Void)? = nil) {
+                shutdown: GracefulShutdown? = nil, shard: Shard? = nil, onProgress: (@Sendable (RunProgress) -> Void)? = nil) {
         self.profile = profile
         self.environment = environment
         self.shutdown = shutdown
+        self.shard = shard
         self.onProgress = onProgress
     }
 
     public func run() async throws -> RunResult {
-        let seed = profile.seed ?? UInt64.random(in: 0...UInt64(Int64.max))
+        var seed = profile.seed ?? UInt64.random(in: 0...UInt64(Int64.max))
+        var profile = self.profile
+        if let shard { (profile, seed) = shard.slice(profile, seed: seed) }
         var random = SeededRandomNumberGenerator(seed: seed)
         let token = try resolveToken()
         let loopCount = profile.loops ?? EventLoopGroup.defaultLoopCount
@@ -126,22 +135,34 @@ public struct LoadRun: Sendable {
         }
         let plans: [ScenarioPlan]
         do {
-            plans = try makePlans(baseURL: baseURL, token: token, random: &random)
+            plans = try makePlans(profile, baseURL: baseURL, token: token, random: &random)
         } catch {
             _ = group.shutdown()
             _ = serverGroup?.shutdown()
             throw error
+        }
+        // The coordinator gets a thread of its own: ramps, gathers, progress and aborts keep their pace
+        // even when the global pool is busy (or blocked by whatever else shares the process).
+        let control: EventLoop
+        do {
+            control = try EventLoop(index: group.loops.count)
+        } catch {
+            _ = group.shutdown()
+            _ = serverGroup?.shutdown()
+            throw LoadRunError(description: "could not start the control loop: \(error)")
         }
         let result = await withTaskGroup(of: Void.self) { serverTasks -> RunResult in
             if let server { serverTasks.addTask { await server.run() } }
             var coordinator = Coordinator(
                 profile: profile, plans: plans, group: group, random: random, shutdown: shutdown,
                 onProgress: onProgress, seed: seed)
-            let result = await coordinator.run()
+            let result = await withTaskExecutorPreference(control.taskExecutor) { await coordinator.run() }
             serverTasks.cancelAll()
             return result
         }
+        _ = control.shutdown()
         var final = result
+        final.shard = shard
         final.liveHandlesAfterStop = group.liveHandleCount
         final.waitingTasksAfterStop = group.waitingTaskCount
         _ = group.shutdown()
@@ -180,7 +201,9 @@ public struct LoadRun: Sendable {
         }
     }
 
-    private func makePlans(baseURL: WebSocketURL, token: String?, random: inout SeededRandomNumberGenerator) throws -> [ScenarioPlan] {
+    private func makePlans(
+        _ profile: Profile, baseURL: WebSocketURL, token: String?, random: inout SeededRandomNumberGenerator
+    ) throws -> [ScenarioPlan] {
         var tlsContext: TLSContext?
         if baseURL.isSecure {
             do {

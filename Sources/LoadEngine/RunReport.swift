@@ -55,6 +55,8 @@ public enum RunReport {
         run["unfinishedConnections"] = JSONValue(result.unfinishedConnections)
         run["liveHandlesAfterStop"] = JSONValue(result.liveHandlesAfterStop)
         run["waitingTasksAfterStop"] = JSONValue(result.waitingTasksAfterStop)
+        if let shard = result.shard { run["shard"] = .string(shard.description) }
+        if !result.mergedFrom.isEmpty { run["mergedFrom"] = .array(result.mergedFrom.map { .string($0) }) }
         report["run"] = .object(run)
         report["scenarios"] = .array(result.scenarios.map { scenario in
             let websocket = scenario.scenario.websocket
@@ -74,23 +76,13 @@ public enum RunReport {
         report["total"] = ["metrics": result.total.json(seconds: seconds, operations: operations(result.total))]
         report["intervals"] = .array(result.intervals.map { interval in
             let span = (interval.end - interval.start).seconds
-            var entry: JSONObject = [
+            let received = Double(interval.metrics.counter("ws.messages_received"))
+            return [
                 "start": .number(roundedSeconds(interval.start)), "end": .number(roundedSeconds(interval.end)),
                 "connections": JSONValue(interval.liveConnections),
-                "messagesSent": JSONValue(interval.metrics.counter("ws.messages_sent")),
-                "messagesReceived": JSONValue(interval.metrics.counter("ws.messages_received")),
-                "errors": JSONValue(interval.metrics.errorCount),
-                "reconnects": JSONValue(interval.metrics.counter("ws.reconnects")),
-                "disconnects": JSONValue(interval.metrics.disconnectCount),
-                "messagesPerSecond": .number(span > 0 ? (Double(interval.metrics.counter("ws.messages_received")) / span * 10).rounded() / 10 : 0),
+                "messagesPerSecond": .number(span > 0 ? (received / span * 10).rounded() / 10 : 0),
+                "metrics": interval.metrics.json(seconds: span, operations: operations(interval.metrics)),
             ]
-            if let rtt = interval.metrics.histograms["ws.message_rtt"] {
-                entry["ws.message_rtt"] = [
-                    "p50": JSONValue(rtt.value(atPercentile: 50)), "p99": JSONValue(rtt.value(atPercentile: 99)),
-                    "max": JSONValue(rtt.maximum), "histogram": .string(rtt.serialized()),
-                ]
-            }
-            return .object(entry)
         })
         report["thresholds"] = .array(result.thresholds.map { outcome in
             var entry: JSONObject = [

@@ -26,11 +26,13 @@ enum RunCommand: Subcommand {
         OPTIONS:
           --target <url>          Run against this ws:// or wss:// URL (or "embedded") instead of the
                                   profile's target.
+          --shard <i/n>           Run the i-th of n equal slices of the profile (merge the n reports).
           --out <file>            Write the report to this file instead.
           --report-dir <dir>      Write the report into this directory instead.
           --duration <duration>   Run this long instead of the profile's duration.
           --seed <n>              Seed the run's random choices (overrides the profile).
           --loops <n>             Event loops (threads). (default: the profile's, or one per core)
+          --hlog <file>           Also write the interval histograms as an HdrHistogram log.
           --json                  Print the report JSON on stdout instead of the summary.
           --quiet                 No progress and no summary; only errors and the exit code.
           -h, --help              Show help information.
@@ -50,7 +52,7 @@ enum RunCommand: Subcommand {
         var overrides: (duration: Duration?, seed: Int?, loops: Int?)
         do {
             options = try Arguments(
-                Array(arguments.dropFirst()), valueOptions: ["target", "out", "report-dir", "duration", "seed", "loops"],
+                Array(arguments.dropFirst()), valueOptions: ["target", "shard", "out", "report-dir", "duration", "seed", "loops", "hlog"],
                 flagOptions: ["json", "quiet"])
             overrides = (try options.duration("duration"), try options.integer("seed", in: 0...Int.max),
                          try options.integer("loops", in: 1...256))
@@ -76,6 +78,14 @@ enum RunCommand: Subcommand {
                 return .usage
             }
         }
+        var shard: Shard?
+        if let text = options.value("shard") {
+            guard let parsed = Shard(parsing: text) else {
+                output.printError("Error: --shard: \"\(text)\" is not i/n with 1 ≤ i ≤ n ≤ 1000. See 'wsload run --help'.")
+                return .usage
+            }
+            shard = parsed
+        }
         if let duration = overrides.duration { profile.duration = duration }
         if let seed = overrides.seed { profile.seed = UInt64(seed) }
         if let loops = overrides.loops { profile.loops = loops }
@@ -93,7 +103,7 @@ enum RunCommand: Subcommand {
         let outcome: Result<RunResult, any Error>
         do {
             let result = try await withShutdownSignals(on: signalLoop) { shutdown in
-                try await LoadRun(profile: profile, shutdown: shutdown, onProgress: { display.update($0) }).run()
+                try await LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0) }).run()
             }
             outcome = .success(result)
         } catch {
@@ -111,8 +121,9 @@ enum RunCommand: Subcommand {
 
         let report = RunReport.json(result, toolVersion: WSLoad.version, commit: RunReport.gitCommit())
         let text = report.formatted() + "\n"
-        let reportPath = options.value("out")
-            ?? ((options.value("report-dir") ?? profile.report.directory) + "/" + RunReport.fileName(for: result))
+        var fileName = RunReport.fileName(for: result)
+        if let shard { fileName = fileName.replacingOccurrences(of: ".json", with: "-shard\(shard.index + 1)of\(shard.count).json") }
+        let reportPath = options.value("out") ?? ((options.value("report-dir") ?? profile.report.directory) + "/" + fileName)
         var exit = ExitCode.success
         do {
             try RunReport.writeAtomically(text, to: reportPath)
@@ -124,6 +135,14 @@ enum RunCommand: Subcommand {
             output.writeOutput(text)
         } else if !isQuiet {
             output.writeOutput(RunSummary.text(result, colors: output.usesColor))
+        }
+        if exit == .success, let hlog = options.value("hlog") {
+            do {
+                try RunReport.writeAtomically(histogramLog(result), to: hlog)
+            } catch {
+                output.printError("Error: cannot write \(hlog): \(error.localizedDescription)")
+                exit = .ioError
+            }
         }
         if exit != .success { return exit }
         if !isQuiet { output.printError("report: \(reportPath)") }

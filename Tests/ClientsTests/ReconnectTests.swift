@@ -74,8 +74,9 @@ struct ReconnectingWebSocketTests {
     @Test("reconnects after server closes with exact backoff; attempts reset after each success; intentional disconnect ends it")
     func reconnectsAndResets() async throws {
         try await withLoopGroup(loopCount: 1) { group in
-            // Long enough that the intentional disconnect below lands while the 4th connection is up.
-            let chaos = ChaosOptions(closeAfter: .milliseconds(400), closeCode: .goingAway)
+            // Long enough that the intentional disconnect below lands while the 4th connection is up, even when
+            // other suites load the cores (400 ms was not, once the load-engine suites ran beside it).
+            let chaos = ChaosOptions(closeAfter: .milliseconds(1200), closeCode: .goingAway)
             try await withEmbeddedServer(ServerConfiguration(chaos: chaos), on: group) { server in
                 let clock = ManualClock()
                 let policy = ReconnectPolicy(initialDelay: .milliseconds(300), jitter: .none, maximumAttempts: 5)

@@ -136,13 +136,16 @@ struct RunTests {
         let typed = result.scenarios[1].metrics
         #expect(typed.count("ws.messages_scheduled") >= 20 * 35)
         #expect(typed.count("ws.messages_received") == typed.count("ws.messages_sent"))
-        #expect(typed.count("ws.messages_sent") == typed.count("ws.messages_scheduled"))
+        // Every due send went out, was dropped, or was still due when the run stopped (a lagging sender).
+        #expect(typed.count("ws.messages_sent") + typed.count("ws.messages_dropped") + typed.count("ws.messages_missed")
+            == typed.count("ws.messages_scheduled"))
+        #expect(typed.count("ws.messages_dropped") == 0 && typed.count("ws.messages_missed") <= 20)
         #expect(typed.samples("ws.message_rtt") == typed.count("ws.messages_received"))
         #expect(typed.errors.isEmpty, "\(typed.errors)")
         let report = RunReport.json(result, toolVersion: "test", commit: nil)
         let typedReport = try #require(report["scenarios"]?.arrayValue?.last)
         #expect(typedReport["model"]?.stringValue == "open" && typedReport["latencyMeasuredFrom"]?.stringValue == "intended send time")
-        #expect(typedReport["scheduleDelivered"]?.numberValue == 1)
+        #expect((typedReport["scheduleDelivered"]?.numberValue ?? 0) > 0.97)
     }
 
     @Test("dropped connections reconnect with backoff; recovery is measured")

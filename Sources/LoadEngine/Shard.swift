@@ -1,0 +1,47 @@
+/// One of `count` equal, deterministic slices of a profile (`--shard 2/4`, 1-based as written): run
+/// them in `count` processes (on one box, past the per-process file limit, or on several machines) and
+/// merge their reports into the whole run.
+public struct Shard: Sendable, Hashable, CustomStringConvertible {
+    /// 0-based.
+    public var index: Int
+    public var count: Int
+
+    public init(index: Int, count: Int) {
+        self.index = index
+        self.count = count
+    }
+
+    /// Parses `i/n` with 1 ≤ i ≤ n ≤ 1000.
+    public init?(parsing text: String) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let position = Int(parts[0]), let count = Int(parts[1]),
+            (1...1000).contains(count), (1...count).contains(position)
+        else { return nil }
+        self.init(index: position - 1, count: count)
+    }
+
+    public var description: String { "\(index + 1)/\(count)" }
+
+    /// This slice's share of `total`: the slices' shares differ by at most one and sum to `total`.
+    public func share(of total: Int) -> Int {
+        total * (index + 1) / count - total * index / count
+    }
+
+    /// The profile this slice runs: every scenario's connections and stage targets are this slice's share
+    /// (per-connection rates stay; a total rate was divided over all connections, so the slices' rates sum
+    /// to it), and the seed is derived from the profile's and the slice.
+    public func slice(_ profile: Profile, seed: UInt64) -> (profile: Profile, seed: UInt64) {
+        var sliced = profile
+        for index in sliced.scenarios.indices {
+            var websocket = sliced.scenarios[index].websocket
+            websocket.connections = share(of: websocket.connections)
+            websocket.stages = websocket.stages.map { .init(target: share(of: $0.target), duration: $0.duration) }
+            sliced.scenarios[index].websocket = websocket
+        }
+        // SplitMix64's finalizer: different, well-mixed seeds per slice, the same every time.
+        var mixed = seed &+ UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return (sliced, mixed ^ (mixed >> 31))
+    }
+}

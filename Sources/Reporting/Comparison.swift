@@ -1,0 +1,248 @@
+import Histogram
+
+/// One side of a comparison: one run, or several repeated runs of one configuration.
+public struct ComparisonSide: Sendable {
+    public struct Run: Sendable {
+        public var metrics: MetricSet
+        /// The measured duration, for rates.
+        public var seconds: Double
+        /// The run's interval series (metrics and length in seconds): the within-run variation a
+        /// single-run comparison tests against.
+        public var intervals: [(metrics: MetricSet, seconds: Double)]
+
+        public init(metrics: MetricSet, seconds: Double, intervals: [(metrics: MetricSet, seconds: Double)] = []) {
+            self.metrics = metrics
+            self.seconds = seconds
+            self.intervals = intervals
+        }
+    }
+
+    public var label: String
+    public var runs: [Run]
+
+    public init(label: String, runs: [Run]) {
+        self.label = label
+        self.runs = runs
+    }
+
+    /// Every run's samples together (histograms add exactly).
+    var pooled: Sample {
+        var sample = Sample()
+        for run in runs { sample.add(Sample(run.metrics, seconds: run.seconds)) }
+        return sample
+    }
+}
+
+/// The figures a comparison reads from a set of metrics: what is summed when runs or intervals pool.
+struct Sample {
+    var histograms: [String: Histogram] = [:]
+    var received: Double = 0
+    var errors: Double = 0
+    var operations: Double = 0
+    var seconds: Double = 0
+
+    init() {}
+
+    init(_ metrics: MetricSet, seconds: Double, only names: Set<String>? = nil) {
+        for (name, histogram) in metrics.histograms where names?.contains(name) ?? true { histograms[name] = histogram }
+        received = Double(metrics.counter("ws.messages_received"))
+        errors = Double(metrics.errorCount)
+        operations = Double(metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent"))
+        self.seconds = seconds
+    }
+
+    mutating func add(_ other: Sample) {
+        for (name, histogram) in other.histograms {
+            if histograms[name] == nil { histograms[name] = histogram } else { try? histograms[name]!.add(histogram) }
+        }
+        received += other.received
+        errors += other.errors
+        operations += other.operations
+        seconds += other.seconds
+    }
+
+    var throughput: Double { seconds > 0 ? received / seconds : 0 }
+    var errorRate: Double { operations > 0 ? errors / operations : 0 }
+}
+
+/// A statistic compared between base and head.
+public struct ComparisonRow: Sendable {
+    public enum Direction: Sendable { case lowerIsBetter, higherIsBetter }
+
+    public var metric: String
+    public var statistic: String
+    /// The unit values are in: `us`, `/s` or a fraction (`ratio`).
+    public var unit: String
+    public var base: Double
+    public var head: Double
+    public var pValue: Double
+    public var test: String
+    public var direction: Direction
+
+    /// head vs base in percent; nil when base is 0.
+    public var changePercent: Double? { base == 0 ? (head == 0 ? 0 : nil) : (head - base) / base * 100 }
+    public func isSignificant(alpha: Double) -> Bool { pValue < alpha }
+    /// A significant change in the bad direction.
+    public func isWorse(alpha: Double) -> Bool {
+        guard isSignificant(alpha: alpha) else { return false }
+        return direction == .lowerIsBetter ? head > base : head < base
+    }
+}
+
+/// Compares two sides metric by metric with a significance test:
+/// - both sides with 2 or more runs: Mann–Whitney U over the runs' values (as benchstat does);
+/// - otherwise, when both runs have 2 or more intervals: a block bootstrap over the intervals (resample
+///   each side's intervals with replacement, pool them, recompute the statistic) — so the verdict weighs
+///   the change against how much the figure moved within each run, not just sampling noise;
+/// - otherwise: a bootstrap over the HDR counts for latencies, Poisson and binomial tests for rates.
+public enum Comparator {
+    public static let percentiles: [(name: String, value: Double)] = [("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9)]
+
+    struct Statistic {
+        var metric: String
+        var name: String
+        var unit: String
+        var direction: ComparisonRow.Direction
+        var compute: (Sample) -> Double?
+    }
+
+    public static func compare(base: ComparisonSide, head: ComparisonSide, replicates: Int = 400) -> [ComparisonRow] {
+        let basePooled = base.pooled, headPooled = head.pooled
+        var statistics: [Statistic] = []
+        let names = Set(basePooled.histograms.keys).intersection(headPooled.histograms.keys)
+        for name in names.sorted() {
+            for (label, percentile) in percentiles {
+                statistics.append(Statistic(metric: name, name: label, unit: "us", direction: .lowerIsBetter) {
+                    $0.histograms[name].map { Double($0.value(atPercentile: percentile)) }
+                })
+            }
+            statistics.append(Statistic(metric: name, name: "mean", unit: "us", direction: .lowerIsBetter) {
+                $0.histograms[name].map(\.mean)
+            })
+        }
+        if basePooled.received > 0 || headPooled.received > 0 {
+            statistics.append(Statistic(metric: "ws.messages_received", name: "per_second", unit: "/s", direction: .higherIsBetter) {
+                $0.throughput
+            })
+        }
+        statistics.append(Statistic(metric: "errors", name: "rate", unit: "ratio", direction: .lowerIsBetter) { $0.errorRate })
+
+        let pValues: [Double]
+        let test: String
+        if base.runs.count >= 2 && head.runs.count >= 2 {
+            test = "mann-whitney"
+            let baseSamples = base.runs.map { Sample($0.metrics, seconds: $0.seconds, only: names) }
+            let headSamples = head.runs.map { Sample($0.metrics, seconds: $0.seconds, only: names) }
+            pValues = statistics.map { statistic in
+                Significance.mannWhitney(baseSamples.compactMap(statistic.compute), headSamples.compactMap(statistic.compute))
+            }
+        } else if let baseIntervals = intervals(of: base, names), let headIntervals = intervals(of: head, names) {
+            test = "interval-bootstrap"
+            pValues = blockBootstrap(baseIntervals, headIntervals, statistics, replicates: replicates)
+        } else {
+            test = "histogram-bootstrap"
+            pValues = statistics.map { statistic in
+                switch statistic.unit {
+                case "us":
+                    guard let baseHistogram = basePooled.histograms[statistic.metric],
+                        let headHistogram = headPooled.histograms[statistic.metric]
+                    else { return 1 }
+                    var wrapper = Sample()
+                    return Significance.bootstrap(baseHistogram, headHistogram, replicates: replicates) { histogram in
+                        wrapper.histograms[statistic.metric] = histogram
+                        return statistic.compute(wrapper) ?? 0
+                    }
+                case "/s":
+                    return Significance.poissonRates(basePooled.received, basePooled.seconds, headPooled.received, headPooled.seconds)
+                default:
+                    return Significance.proportions(basePooled.errors, basePooled.operations, headPooled.errors, headPooled.operations)
+                }
+            }
+        }
+        return zip(statistics, pValues).map { statistic, pValue in
+            ComparisonRow(
+                metric: statistic.metric, statistic: statistic.name, unit: statistic.unit,
+                base: statistic.compute(basePooled) ?? 0, head: statistic.compute(headPooled) ?? 0, pValue: pValue,
+                test: test, direction: statistic.direction)
+        }
+    }
+
+    /// A single run's intervals as samples, if there are at least two with data.
+    private static func intervals(of side: ComparisonSide, _ names: Set<String>) -> [Sample]? {
+        guard side.runs.count == 1 else { return nil }
+        let samples = side.runs[0].intervals.filter { $0.seconds > 0 }.map { Sample($0.metrics, seconds: $0.seconds, only: names) }
+        return samples.count >= 2 ? samples : nil
+    }
+
+    /// Resamples each side's intervals with replacement, pools them, and counts how often the pooled
+    /// statistic's difference crosses zero: a two-sided p-value per statistic.
+    static func blockBootstrap(_ base: [Sample], _ head: [Sample], _ statistics: [Statistic], replicates: Int) -> [Double] {
+        var random = SplitMix(state: 0x5753_4C4F_4144)
+        var below = [Int](repeating: 0, count: statistics.count)
+        var above = [Int](repeating: 0, count: statistics.count)
+        func resample(_ intervals: [Sample]) -> Sample {
+            var pooled = Sample()
+            for _ in intervals.indices { pooled.add(intervals[Int(random.next() % UInt64(intervals.count))]) }
+            return pooled
+        }
+        for _ in 0..<replicates {
+            let baseSample = resample(base), headSample = resample(head)
+            for (index, statistic) in statistics.enumerated() {
+                guard let baseValue = statistic.compute(baseSample), let headValue = statistic.compute(headSample) else {
+                    below[index] += 1
+                    above[index] += 1
+                    continue
+                }
+                if headValue - baseValue <= 0 { below[index] += 1 }
+                if headValue - baseValue >= 0 { above[index] += 1 }
+            }
+        }
+        return statistics.indices.map { min(1, 2 * Double(min(below[$0], above[$0]) + 1) / Double(replicates + 1)) }
+    }
+}
+
+/// A regression budget: `METRIC STATISTIC +N%` (or `-N%` for throughput): head may be worse than base by
+/// at most N% before `compare` fails — and only when the change is significant.
+public struct RegressionBudget: Sendable, Equatable, CustomStringConvertible {
+    public var metric: String
+    public var statistic: String
+    /// Allowed relative change in percent, signed in the bad direction (+ for latency, − for throughput).
+    public var percent: Double
+
+    public static let defaults: [RegressionBudget] = [
+        RegressionBudget(metric: "ws.message_rtt", statistic: "p50", percent: 10),
+        RegressionBudget(metric: "ws.message_rtt", statistic: "p99", percent: 10),
+        RegressionBudget(metric: "ws.connect", statistic: "p99", percent: 25),
+        RegressionBudget(metric: "ws.messages_received", statistic: "per_second", percent: -10),
+    ]
+
+    public init(metric: String, statistic: String, percent: Double) {
+        self.metric = metric
+        self.statistic = statistic
+        self.percent = percent
+    }
+
+    /// Parses `ws.message_rtt p99 +10%`; nil if it does not read so.
+    public init?(parsing text: String) {
+        let words = text.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard words.count == 3, words[2].hasSuffix("%"), let first = words[2].first, first == "+" || first == "-",
+            let value = Double(words[2].dropFirst().dropLast()), value >= 0
+        else { return nil }
+        self.init(metric: words[0], statistic: words[1], percent: first == "+" ? value : -value)
+    }
+
+    public var description: String {
+        "\(metric) \(statistic) \(percent >= 0 ? "+" : "-")\(formatPercent(abs(percent)))%"
+    }
+
+    /// Whether `row` (of this metric and statistic) breaks the budget.
+    public func isExceeded(by row: ComparisonRow, alpha: Double) -> Bool {
+        guard row.metric == metric, row.statistic == statistic, row.isWorse(alpha: alpha) else { return false }
+        guard let change = row.changePercent else { return true }  // from zero to something worse
+        return percent >= 0 ? change > percent : change < percent
+    }
+}
+
+func formatPercent(_ value: Double) -> String {
+    value.rounded() == value ? String(Int64(value)) : "\(value)"
+}

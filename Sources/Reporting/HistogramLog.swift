@@ -1,0 +1,47 @@
+import Foundation
+import Histogram
+
+/// An HdrHistogram interval log (format 1.3, as HdrHistogram's `HistogramLogWriter` writes it): one line
+/// per interval and metric, tagged with the metric's name, each carrying the interval's compressed
+/// histogram. HdrHistogram's own tools (HistogramLogProcessor, HdrHistogramVisualizer, the Python
+/// `hdrh.log` reader) read it. Values are microseconds; `Interval_Max` is in milliseconds.
+public enum HistogramLog {
+    public struct Entry: Sendable {
+        public var tag: String
+        /// Seconds from the log's start.
+        public var start: Double
+        public var length: Double
+        public var histogram: Histogram
+
+        public init(tag: String, start: Double, length: Double, histogram: Histogram) {
+            self.tag = tag
+            self.start = start
+            self.length = length
+            self.histogram = histogram
+        }
+    }
+
+    public static func text(entries: [Entry], startTime: Date, comment: String? = nil) -> String {
+        let epoch = startTime.timeIntervalSince1970
+        let formatter = ISO8601DateFormatter()
+        var lines = ["#[Histogram log format version 1.3]"]
+        if let comment { lines.append("#" + comment.replacingOccurrences(of: "\n", with: " ")) }
+        lines.append("#[StartTime: \(fixed(epoch)) (seconds since epoch), \(formatter.string(from: startTime))]")
+        lines.append("#[BaseTime: \(fixed(epoch)) (seconds since epoch)]")
+        lines.append("#[Values in microseconds; Interval_Max in milliseconds]")
+        lines.append("\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")
+        for entry in entries {
+            let tag = entry.tag.map { $0 == "," || $0 == " " ? "_" : $0 }
+            lines.append("Tag=\(String(tag)),\(fixed(entry.start)),\(fixed(entry.length)),"
+                + "\(fixed(Double(entry.histogram.maximum) / 1000)),\(entry.histogram.serialized())")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Three decimals, as the HdrHistogram writers print timestamps.
+    private static func fixed(_ value: Double) -> String {
+        let thousandths = Int64((value * 1000).rounded())
+        let fraction = String(abs(thousandths % 1000))
+        return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
+}

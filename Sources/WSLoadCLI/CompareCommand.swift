@@ -1,0 +1,201 @@
+import Foundation
+import JSON
+import LoadEngine
+import Reporting
+
+/// `wsload compare BASE HEAD`: metric by metric, with significance, and a regression gate for CI.
+enum CompareCommand: Subcommand {
+    static let name = "compare"
+    static let summary = "Compare two reports (or two sets of repeated runs) with a CI gate."
+    static let helpText = """
+        OVERVIEW: Compare two reports (or two sets of repeated runs) with a CI gate.
+
+        BASE and HEAD are each a report or a directory of reports (repeated runs of one configuration).
+        For every latency metric (p50, p90, p99, p99.9, mean), throughput and the error rate it shows base,
+        head, the change and whether the change is significant: Mann–Whitney U across the runs when both
+        sides have 2 or more (5 or more are needed for p < 0.05); for single runs, a block bootstrap over
+        their intervals (so a change is weighed against how much the figure moved within each run); for
+        reports without an interval series, a bootstrap over the HDR histograms and Poisson/binomial tests.
+        Not significant shows as ~. Repeated runs give the firmest verdict.
+
+        Exits 5 if a significant change is worse than a budget. Default budgets: ws.message_rtt p50 +10%,
+        ws.message_rtt p99 +10%, ws.connect p99 +25%, ws.messages_received per_second -10%.
+
+        USAGE: wsload compare <base> <head> [options]
+
+        OPTIONS:
+          --fail-on <budget>      A budget such as 'ws.message_rtt p99 +10%' or
+                                  'ws.messages_received per_second -5%' (repeatable; replaces the defaults).
+          --alpha <p>             Significance level. (default: 0.05)
+          --markdown              Print a Markdown table (for a pull-request comment).
+          --json                  Print JSON.
+          -h, --help              Show help information.
+
+        """
+
+    static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
+        let positional = Array(arguments.prefix { !$0.hasPrefix("--") })
+        guard positional.count == 2 else {
+            output.printError("Error: compare takes <base> and <head>. See 'wsload compare --help'.")
+            return .usage
+        }
+        let options: Arguments
+        var budgets = RegressionBudget.defaults
+        let alpha: Double
+        do {
+            options = try Arguments(Array(arguments.dropFirst(2)), valueOptions: ["fail-on", "alpha"], flagOptions: ["markdown", "json"])
+            alpha = try options.fraction("alpha") ?? 0.05
+            if !options.values("fail-on").isEmpty {
+                budgets = []
+                for text in options.values("fail-on") {
+                    guard let budget = RegressionBudget(parsing: text) else {
+                        throw UsageError("--fail-on: \"\(text)\" is not a budget (e.g. 'ws.message_rtt p99 +10%')")
+                    }
+                    budgets.append(budget)
+                }
+            }
+        } catch {
+            output.printError("Error: \(error). See 'wsload compare --help'.")
+            return .usage
+        }
+        var sides: [ComparisonSide] = []
+        var digests: [Set<String>] = []
+        for path in positional {
+            switch loadSide(path) {
+            case .failure(let failure):
+                failure.print(to: output)
+                return failure.exitCode
+            case .success(let reports):
+                sides.append(ComparisonSide(label: path, runs: reports.map { report in
+                    .init(
+                        metrics: report.result.total,
+                        seconds: min(report.result.elapsed, report.result.profile.duration).seconds,
+                        intervals: report.result.intervals.map { ($0.metrics, ($0.end - $0.start).seconds) })
+                }))
+                digests.append(Set(reports.map(\.profileDigest)))
+            }
+        }
+        if digests[0] != digests[1] {
+            output.printError("note: base and head ran different profiles (digests differ); comparing anyway")
+        }
+        let rows = Comparator.compare(base: sides[0], head: sides[1])
+        let failures = rows.flatMap { row in budgets.filter { $0.isExceeded(by: row, alpha: alpha) }.map { (row, $0) } }
+        if options.has("json") {
+            output.writeOutput(json(rows: rows, sides: sides, failures: failures, alpha: alpha).formatted() + "\n")
+        } else {
+            output.writeOutput(table(rows: rows, sides: sides, budgets: budgets, alpha: alpha, markdown: options.has("markdown")))
+        }
+        if !failures.isEmpty {
+            for (row, budget) in failures {
+                output.printError("regression: \(row.metric) \(row.statistic) \(describeChange(row)) beyond the budget \(budget)")
+            }
+            return .regression
+        }
+        return .success
+    }
+
+    /// A report, or every report in a directory.
+    static func loadSide(_ path: String) -> Result<[LoadedReport], ReportLoadFailure> {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return loadReport(path).map { [$0] }
+        }
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
+            .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
+        guard !files.isEmpty else {
+            return .failure(ReportLoadFailure(error: ReportFormatError(path: path, reason: "holds no .json reports"), isUnreadable: true))
+        }
+        var reports: [LoadedReport] = []
+        for file in files {
+            switch loadReport(path + "/" + file) {
+            case .success(let report): reports.append(report)
+            case .failure(let failure): return .failure(failure)
+            }
+        }
+        return .success(reports)
+    }
+
+    static func format(_ value: Double, unit: String) -> String {
+        switch unit {
+        case "us": formatMicroseconds(value)
+        case "/s": grouped(Int(value.rounded()))
+        default: String(format1: value * 100) + "%"
+        }
+    }
+
+    static func describeChange(_ row: ComparisonRow) -> String {
+        guard let change = row.changePercent else { return "from 0" }
+        return (change >= 0 ? "+" : "") + String(format1: change) + "%"
+    }
+
+    static func describePValue(_ p: Double) -> String {
+        guard p >= 0.001 else { return "p<0.001" }
+        let thousandths = Int((p * 1000).rounded())
+        return thousandths >= 1000 ? "p=1.000" : "p=0." + String(thousandths).leftPadded(to: 3, with: "0")
+    }
+
+    static func table(rows: [ComparisonRow], sides: [ComparisonSide], budgets: [RegressionBudget], alpha: Double, markdown: Bool) -> String {
+        var lines: [[String]] = [["metric", "base", "head", "change", "", ""]]
+        for row in rows {
+            let budget = budgets.first { $0.metric == row.metric && $0.statistic == row.statistic }
+            let exceeded = budget?.isExceeded(by: row, alpha: alpha) == true
+            lines.append([
+                "\(row.metric) \(row.statistic)", format(row.base, unit: row.unit), format(row.head, unit: row.unit),
+                row.isSignificant(alpha: alpha) ? describeChange(row) : "~",
+                "(\(describePValue(row.pValue)))",
+                exceeded ? "REGRESSION (budget \(budget!.percent >= 0 ? "+" : "")\(String(format1: budget!.percent))%)" : "",
+            ])
+        }
+        let header = "base: \(sides[0].label) (\(sides[0].runs.count) run\(sides[0].runs.count == 1 ? "" : "s"))   "
+            + "head: \(sides[1].label) (\(sides[1].runs.count) run\(sides[1].runs.count == 1 ? "" : "s"))   "
+            + "test: \(rows.first?.test ?? "-"), α = \(alpha)\n"
+        if markdown {
+            var text = header + "\n| metric | base | head | change | p | |\n|---|---:|---:|---:|---:|---|\n"
+            for line in lines.dropFirst() {
+                text += "| " + line.map { $0.isEmpty ? " " : $0.replacingOccurrences(of: "|", with: "\\|") }.joined(separator: " | ") + " |\n"
+            }
+            return text
+        }
+        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        var text = header + "\n"
+        for line in lines {
+            let cells = line.enumerated().map { column, cell in
+                column == 0 ? cell.padding(toWidth: widths[column]) : cell.leftPadded(to: widths[column], with: " ") + " "
+            }
+            text += cells.joined(separator: " ").trimmingTrailingSpaces() + "\n"
+        }
+        return text
+    }
+
+    static func json(rows: [ComparisonRow], sides: [ComparisonSide], failures: [(ComparisonRow, RegressionBudget)], alpha: Double) -> JSONValue {
+        [
+            "base": ["label": .string(sides[0].label), "runs": JSONValue(sides[0].runs.count)],
+            "head": ["label": .string(sides[1].label), "runs": JSONValue(sides[1].runs.count)],
+            "alpha": .number(alpha),
+            "rows": .array(rows.map { row in
+                [
+                    "metric": .string(row.metric), "statistic": .string(row.statistic), "unit": .string(row.unit),
+                    "base": .number(row.base), "head": .number(row.head),
+                    "changePercent": row.changePercent.map { .number(($0 * 100).rounded() / 100) } ?? .null,
+                    "pValue": .number(row.pValue), "test": .string(row.test),
+                    "significant": .bool(row.isSignificant(alpha: alpha)),
+                ]
+            }),
+            "regressions": .array(failures.map { row, budget in
+                ["metric": .string(row.metric), "statistic": .string(row.statistic), "budget": .string(budget.description)]
+            }),
+        ]
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int, with pad: Character) -> String {
+        count >= width ? self : String(repeating: pad, count: width - count) + self
+    }
+
+    func trimmingTrailingSpaces() -> String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import JSON
+import LoadEngine
+import Reporting
+
+/// `wsload merge A.json B.json … -o merged.json`: shards (or side-by-side runs) of one profile into one report.
+enum MergeCommand: Subcommand {
+    static let name = "merge"
+    static let summary = "Merge reports of one profile (shards) into one, exactly."
+    static let helpText = """
+        OVERVIEW: Merge reports of one profile (shards) into one, exactly.
+
+        Histograms add slot by slot and counters add, so merged percentiles are those of all the samples
+        (never averages of percentiles); thresholds are evaluated again on the merged figures. Reports of
+        different profiles (digests), shards of different splits, a shard given twice, or histograms of
+        different layouts are refused. The merged report goes to --out (or stdout).
+
+        USAGE: wsload merge <report.json> <report.json>... [-o <merged.json>]
+
+        OPTIONS:
+          -o, --out <file>        Write the merged report here (atomically) instead of stdout.
+          -h, --help              Show help information.
+
+        """
+
+    static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
+        var inputs: [String] = []
+        var out: String?
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "-o" || argument == "--out" {
+                guard index + 1 < arguments.count else {
+                    output.printError("Error: option '\(argument)' needs a value. See 'wsload merge --help'.")
+                    return .usage
+                }
+                out = arguments[index + 1]
+                index += 2
+                continue
+            }
+            if argument.hasPrefix("--out=") {
+                out = String(argument.dropFirst("--out=".count))
+            } else if argument.hasPrefix("-") {
+                output.printError("Error: unknown option '\(argument)'. See 'wsload merge --help'.")
+                return .usage
+            } else {
+                inputs.append(argument)
+            }
+            index += 1
+        }
+        guard inputs.count >= 2 else {
+            output.printError("Error: merge needs at least two reports. See 'wsload merge --help'.")
+            return .usage
+        }
+        var reports: [LoadedReport] = []
+        for path in inputs {
+            switch loadReport(path) {
+            case .success(let report): reports.append(report)
+            case .failure(let failure):
+                failure.print(to: output)
+                return failure.exitCode
+            }
+        }
+        let merged: RunResult
+        do {
+            merged = try ReportMerger.merge(reports)
+        } catch {
+            output.printError("Error: \(error)")
+            return .invalidInput
+        }
+        if let counts = reports.first?.result.shard?.count, reports.count < counts {
+            output.printError("warning: \(reports.count) of \(counts) shards merged; the report covers only those slices")
+        }
+        let text = RunReport.json(merged, toolVersion: WSLoad.version, commit: reports[0].commit).formatted() + "\n"
+        guard let out else {
+            output.writeOutput(text)
+            return .success
+        }
+        do {
+            try RunReport.writeAtomically(text, to: out)
+        } catch {
+            output.printError("Error: cannot write \(out): \(error.localizedDescription)")
+            return .ioError
+        }
+        output.printError("merged \(reports.count) reports into \(out)")
+        return .success
+    }
+}
+
+/// Why a report could not be used: unreadable (66) or not a valid report (65).
+struct ReportLoadFailure: Error {
+    var error: ReportFormatError
+    var isUnreadable: Bool
+
+    var exitCode: ExitCode { isUnreadable ? .noInput : .invalidInput }
+
+    func print(to output: CommandOutput) {
+        output.printError("Error: \(error)")
+    }
+}
+
+func loadReport(_ path: String) -> Result<LoadedReport, ReportLoadFailure> {
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+        FileManager.default.isReadableFile(atPath: path)
+    else {
+        let reason = isDirectory.boolValue ? "is a directory" : "no such file or not readable"
+        return .failure(ReportLoadFailure(error: ReportFormatError(path: path, reason: reason), isUnreadable: true))
+    }
+    do {
+        return .success(try LoadedReport(contentsOf: path))
+    } catch {
+        return .failure(ReportLoadFailure(error: error, isUnreadable: false))
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import LoadEngine
+import Reporting
+
+/// `wsload report X.json`: the summary of a saved report, and exports of it.
+enum ReportCommand: Subcommand {
+    static let name = "report"
+    static let summary = "Print a saved report's summary; export it as an HdrHistogram log."
+    static let helpText = """
+        OVERVIEW: Print a saved report's summary; export it as an HdrHistogram log.
+
+        --hlog writes an HdrHistogram interval log (format 1.3): one line per interval and latency metric,
+        tagged with the metric's name, readable by HdrHistogram's own tools.
+
+        USAGE: wsload report <report.json> [--hlog <file.hlog>]
+
+        OPTIONS:
+          --hlog <file>           Write the interval histograms as an HdrHistogram log.
+          -h, --help              Show help information.
+
+        """
+
+    static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
+        guard let path = arguments.first, !path.hasPrefix("--") else {
+            output.printError("Error: missing <report.json>. See 'wsload report --help'.")
+            return .usage
+        }
+        let options: Arguments
+        do {
+            options = try Arguments(Array(arguments.dropFirst()), valueOptions: ["hlog"], flagOptions: [])
+        } catch {
+            output.printError("Error: \(error). See 'wsload report --help'.")
+            return .usage
+        }
+        let report: LoadedReport
+        switch loadReport(path) {
+        case .success(let loaded): report = loaded
+        case .failure(let failure):
+            failure.print(to: output)
+            return failure.exitCode
+        }
+        if let hlog = options.value("hlog") {
+            do {
+                try RunReport.writeAtomically(histogramLog(report.result), to: hlog)
+            } catch {
+                output.printError("Error: cannot write \(hlog): \(error.localizedDescription)")
+                return .ioError
+            }
+            output.printError("wrote \(hlog)")
+            return .success
+        }
+        output.writeOutput(RunSummary.text(report.result, colors: output.usesColor))
+        return .success
+    }
+}
+
+/// The run's interval histograms as an HdrHistogram log, one tag per latency metric.
+func histogramLog(_ result: RunResult) -> String {
+    var entries: [HistogramLog.Entry] = []
+    for interval in result.intervals {
+        for name in MetricCatalog.latencies {
+            guard let histogram = interval.metrics.histograms[name], histogram.totalCount > 0 else { continue }
+            entries.append(.init(
+                tag: name, start: interval.start.seconds, length: (interval.end - interval.start).seconds,
+                histogram: histogram))
+        }
+    }
+    return HistogramLog.text(entries: entries, startTime: result.startedAt,
+                             comment: "[wsload \(WSLoad.version): \(result.profile.name)]")
+}

@@ -1,0 +1,167 @@
+import EmbeddedServer
+import Foundation
+import Histogram
+import JSON
+import LoadEngine
+import Reporting
+import Runtime
+import Testing
+import TestSupport
+
+/// A run's report, read back the way `merge` and `compare` read files.
+private func loaded(_ result: RunResult, source: String) throws -> LoadedReport {
+    try LoadedReport(document: RunReport.json(result, toolVersion: "test", commit: nil), source: source)
+}
+
+private func side(_ reports: [LoadedReport], label: String) -> ComparisonSide {
+    ComparisonSide(label: label, runs: reports.map { report in
+        .init(metrics: report.result.total, seconds: min(report.result.elapsed, report.result.profile.duration).seconds,
+              intervals: report.result.intervals.map { ($0.metrics, ($0.end - $0.start).seconds) })
+    })
+}
+
+@Suite("Shards, merge and compare", .serialized)
+struct ReportToolsTests {
+    @Test("shares of a shard split sum to the whole and differ by at most one")
+    func shardShares() {
+        for count in 1...7 {
+            for total in [0, 1, 5, 100, 1001] {
+                let shares = (0..<count).map { Shard(index: $0, count: count).share(of: total) }
+                #expect(shares.reduce(0, +) == total)
+                #expect((shares.max() ?? 0) - (shares.min() ?? 0) <= 1)
+            }
+        }
+        #expect(Shard(parsing: "2/4") == Shard(index: 1, count: 4))
+        #expect(Shard(parsing: "0/4") == nil && Shard(parsing: "5/4") == nil && Shard(parsing: "x") == nil)
+        let seeds = (0..<4).map { Shard(index: $0, count: 4).slice(try! profile(minimalText), seed: 9).seed }
+        #expect(Set(seeds).count == 4)
+    }
+
+    @Test("two shards merge into the unsharded run's counts, histograms exactly")
+    func shardsMerge() async throws {
+        let text = """
+            {"version": 1, "name": "sharded", "target": "embedded", "duration": "20s", "seed": 4,
+             "scenarios": [{"name": "s", "pattern": "echo", "connections": 11, "messagesPerConnection": 20}]}
+            """
+        let whole = try await LoadRun(profile: try profile(text)).run()
+        let first = try await LoadRun(profile: try profile(text), shard: Shard(index: 0, count: 2)).run()
+        let second = try await LoadRun(profile: try profile(text), shard: Shard(index: 1, count: 2)).run()
+        #expect(first.scenarios[0].scenario.websocket.connections == 5)
+        #expect(second.scenarios[0].scenario.websocket.connections == 6)
+        let merged = try ReportMerger.merge([try loaded(first, source: "a.json"), try loaded(second, source: "b.json")])
+        for name in ["ws.connections_opened", "ws.messages_sent", "ws.messages_received", "ws.bytes_sent"] {
+            #expect(merged.total.counter(name) == whole.total.counter(name), "\(name)")
+        }
+        #expect(merged.total.counter("ws.messages_sent") == 220)
+        #expect(merged.total.disconnects == [1000: 11])
+        #expect(merged.scenarios[0].scenario.websocket.connections == 11)
+        var sum = first.total.histograms["ws.message_rtt"]!
+        try sum.add(second.total.histograms["ws.message_rtt"]!)
+        #expect(merged.total.histograms["ws.message_rtt"]!.serialized() == sum.serialized())
+        #expect(merged.mergedFrom == ["a.json (shard 1/2)", "b.json (shard 2/2)"])
+        let report = RunReport.json(merged, toolVersion: "test", commit: nil)
+        #expect(report["run"]?["shard"] == nil && report["run"]?["mergedFrom"]?.arrayValue?.count == 2)
+        #expect(report["scenarios"]?.arrayValue?.first?["connections"]?.integerValue == 11)
+
+        // Refusals: a shard twice, a different profile, a mix of shards and whole runs.
+        let a = try loaded(first, source: "a.json")
+        #expect(throws: MergeError.self) { try ReportMerger.merge([a, try loaded(first, source: "c.json")]) }
+        var other = whole
+        other.profile.document = try JSONValue(parsing: #"{"version": 1, "name": "other", "target": "embedded", "duration": "1s", "scenarios": [{"name": "s", "pattern": "echo", "connections": 1}]}"#)
+        do {
+            _ = try ReportMerger.merge([try loaded(whole, source: "w.json"), try loaded(other, source: "o.json")])
+            Issue.record("merged different profiles")
+        } catch let error as MergeError {
+            #expect(error.description.contains("o.json ran a different profile than w.json"))
+        }
+        #expect(throws: MergeError.self) { try ReportMerger.merge([a, try loaded(whole, source: "w.json")]) }
+    }
+
+    @Test("compare flags an injected echo delay as significant, and not two runs of one configuration")
+    func compareSignificance() async throws {
+        func run(delay: Duration?) async throws -> LoadedReport {
+            try await withServer(ServerConfiguration(chaos: ChaosOptions(echoDelay: delay))) { server in
+                let result = try await LoadRun(profile: try profile("""
+                    {"version": 1, "name": "cmp", "target": "\(server.url)", "duration": "3s", "seed": 2,
+                     "scenarios": [{"name": "s", "pattern": "echo", "connections": 20,
+                                    "schedule": {"model": "closed", "thinkTime": "10ms"}}],
+                     "report": {"interval": "250ms"}}
+                    """)).run()
+                return try loaded(result, source: delay == nil ? "plain" : "delayed")
+            }
+        }
+        let plain = try await run(delay: nil)
+        let again = try await run(delay: nil)
+        let delayed = try await run(delay: .milliseconds(3))
+        #expect(plain.result.intervals.count >= 2)  // fewer than the 12 planned when other suites load the cores
+
+        let slower = Comparator.compare(base: side([plain], label: "plain"), head: side([delayed], label: "delayed"))
+        let p50 = try #require(slower.first { $0.metric == "ws.message_rtt" && $0.statistic == "p50" })
+        #expect(p50.test == "interval-bootstrap")
+        #expect(p50.isSignificant(alpha: 0.05) && p50.head > p50.base + 2500, "\(p50)")
+        #expect(RegressionBudget.defaults.contains { $0.isExceeded(by: p50, alpha: 0.05) })
+
+        let same = Comparator.compare(base: side([plain], label: "plain"), head: side([again], label: "again"))
+        let sameP50 = try #require(same.first { $0.metric == "ws.message_rtt" && $0.statistic == "p50" })
+        #expect(!RegressionBudget.defaults.contains { $0.isExceeded(by: sameP50, alpha: 0.05) }, "\(sameP50)")
+        #expect(abs(sameP50.changePercent ?? 100) < 50, "\(sameP50)")
+    }
+
+    @Test("Mann–Whitney U: exact small-sample p-values and the normal approximation with ties")
+    func mannWhitney() {
+        // Completely separated samples of 5 and 5: p = 2/252.
+        #expect(abs(Significance.mannWhitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) - 2.0 / 252) < 1e-12)
+        // 3 against 3 can never reach 0.05.
+        #expect(Significance.mannWhitney([1, 2, 3], [4, 5, 6]) == 0.1)
+        #expect(Significance.mannWhitney([1, 3, 5, 7], [2, 4, 6, 8]) > 0.5)
+        // Ties: the approximation still separates clearly different samples.
+        #expect(Significance.mannWhitney([1, 1, 2, 2, 3, 3, 1, 2], [7, 7, 8, 8, 9, 9, 8, 7]) < 0.01)
+        #expect(Significance.exactUDistribution(2, 2) == [1, 1, 2, 1, 1])
+    }
+}
+
+private let minimalText = """
+    {"version": 1, "name": "m", "target": "embedded", "duration": "1s",
+     "scenarios": [{"name": "s", "pattern": "echo", "connections": 10}]}
+    """
+
+@Suite("HdrHistogram interval logs")
+struct HistogramLogTests {
+    @Test("an .hlog reads back in Python hdrhistogram with the same tags, counts and percentiles")
+    func pythonReadsOurLog() async throws {
+        // Five 1-second intervals of three metrics, with distinct, seeded latency distributions.
+        var random = SeededRandomNumberGenerator(seed: 17)
+        var expected: [(tag: String, histogram: Histogram)] = []
+        var entries: [HistogramLog.Entry] = []
+        for second in 0..<5 {
+            for (tag, scale) in [("ws.connect", 300.0), ("ws.message_rtt", 900.0 * Double(second + 1)), ("ws.ping_rtt", 150.0)] {
+                var histogram = Histogram()
+                for _ in 0..<(1000 + second * 100) {
+                    histogram.record(UInt64(scale * (1 + Double(random.next() % 10_000) / 1000)))
+                }
+                expected.append((tag, histogram))
+                entries.append(.init(tag: tag, start: Double(second), length: 1, histogram: histogram))
+            }
+        }
+        let startedAt = Date(timeIntervalSince1970: 1_795_000_000.25)
+        let text = HistogramLog.text(entries: entries, startTime: startedAt, comment: "test")
+        #expect(text.hasPrefix("#[Histogram log format version 1.3]\n#test\n#[StartTime: "))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-\(getpid()).hlog")
+        try Data(text.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Peers/hlog_check.py").path
+        let output = try TestProcess.run(["python3", script, file.path])
+        let read = try #require(try JSONValue(parsing: output).arrayValue)
+        #expect(read.count == expected.count)
+        for (entry, (tag, histogram)) in zip(read, expected) {
+            #expect(entry["tag"]?.stringValue == tag)
+            #expect(entry["count"]?.integerValue == Int(histogram.totalCount))
+            #expect(entry["p50"]?.integerValue == Int(histogram.value(atPercentile: 50)))
+            #expect(entry["p99"]?.integerValue == Int(histogram.value(atPercentile: 99)))
+            #expect(entry["max"]?.integerValue == Int(histogram.maximum))
+        }
+        let starts = read.compactMap { $0["start"]?.numberValue }
+        #expect(starts.map { Int($0.rounded()) } == entries.map { Int($0.start) })
+    }
+}

@@ -6,7 +6,8 @@ set -euo pipefail
 
 packages=(pkg-config libuv1-dev libssl-dev zlib1g-dev)
 if [[ "${1:-}" == "--test" ]]; then
-    packages+=(openssl iproute2 python3 python3-pip)
+    # openssl: a real TLS peer; iproute2: network namespaces; chromium: renders the HTML reports in a test.
+    packages+=(openssl iproute2 python3 python3-pip chromium)
 fi
 
 missing=()

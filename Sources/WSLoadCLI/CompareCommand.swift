@@ -29,6 +29,7 @@ enum CompareCommand: Subcommand {
           --alpha <p>             Significance level. (default: 0.05)
           --markdown              Print a Markdown table (for a pull-request comment).
           --json                  Print JSON.
+          --html <file>           Also write an HTML comparison (base and head overlaid).
           -h, --help              Show help information.
 
         """
@@ -43,7 +44,7 @@ enum CompareCommand: Subcommand {
         var budgets = RegressionBudget.defaults
         let alpha: Double
         do {
-            options = try Arguments(Array(arguments.dropFirst(2)), valueOptions: ["fail-on", "alpha"], flagOptions: ["markdown", "json"])
+            options = try Arguments(Array(arguments.dropFirst(2)), valueOptions: ["fail-on", "alpha", "html"], flagOptions: ["markdown", "json"])
             alpha = try options.fraction("alpha") ?? 0.05
             if !options.values("fail-on").isEmpty {
                 budgets = []
@@ -59,6 +60,7 @@ enum CompareCommand: Subcommand {
             return .usage
         }
         var sides: [ComparisonSide] = []
+        var results: [[RunResult]] = []
         var digests: [Set<String>] = []
         for path in positional {
             switch loadSide(path) {
@@ -73,6 +75,7 @@ enum CompareCommand: Subcommand {
                         intervals: report.result.intervals.map { ($0.metrics, ($0.end - $0.start).seconds) })
                 }))
                 digests.append(Set(reports.map(\.profileDigest)))
+                results.append(reports.map(\.result))
             }
         }
         if digests[0] != digests[1] {
@@ -84,6 +87,18 @@ enum CompareCommand: Subcommand {
             output.writeOutput(json(rows: rows, sides: sides, failures: failures, alpha: alpha).formatted() + "\n")
         } else {
             output.writeOutput(table(rows: rows, sides: sides, budgets: budgets, alpha: alpha, markdown: options.has("markdown")))
+        }
+        if let path = options.value("html") {
+            let html = RunHTML.renderComparison(
+                base: results[0], head: results[1], baseLabel: positional[0], headLabel: positional[1], rows: rows,
+                isRegression: { row in budgets.contains { $0.isExceeded(by: row, alpha: alpha) } }, alpha: alpha,
+                toolVersion: WSLoad.version)
+            do {
+                try RunReport.writeAtomically(html, to: path)
+            } catch {
+                output.printError("Error: cannot write \(path): \(error.localizedDescription)")
+                return .ioError
+            }
         }
         if !failures.isEmpty {
             for (row, budget) in failures {

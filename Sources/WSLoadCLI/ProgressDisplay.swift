@@ -68,14 +68,3 @@ final class ProgressDisplay: Sendable {
         ]
     }
 }
-
-/// 1234567 → "1,234,567".
-func grouped(_ value: Int) -> String {
-    let digits = String(value.magnitude)
-    var result = ""
-    for (index, character) in digits.enumerated() {
-        if index > 0 && (digits.count - index) % 3 == 0 { result += "," }
-        result.append(character)
-    }
-    return (value < 0 ? "-" : "") + result
-}

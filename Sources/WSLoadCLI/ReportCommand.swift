@@ -5,16 +5,19 @@ import Reporting
 /// `wsload report X.json`: the summary of a saved report, and exports of it.
 enum ReportCommand: Subcommand {
     static let name = "report"
-    static let summary = "Print a saved report's summary; export it as an HdrHistogram log."
+    static let summary = "Print a saved report's summary; export it as HTML or an HdrHistogram log."
     static let helpText = """
-        OVERVIEW: Print a saved report's summary; export it as an HdrHistogram log.
+        OVERVIEW: Print a saved report's summary; export it as HTML or an HdrHistogram log.
 
-        --hlog writes an HdrHistogram interval log (format 1.3): one line per interval and latency metric,
-        tagged with the metric's name, readable by HdrHistogram's own tools.
+        --html writes one self-contained HTML file (inline SVG plots: latency over time, percentile
+        spectra, throughput, connections, errors, thresholds). --hlog writes an HdrHistogram interval log
+        (format 1.3): one line per interval and latency metric, tagged with the metric's name, readable by
+        HdrHistogram's own tools.
 
-        USAGE: wsload report <report.json> [--hlog <file.hlog>]
+        USAGE: wsload report <report.json> [--html <file.html>] [--hlog <file.hlog>]
 
         OPTIONS:
+          --html <file>           Write the HTML report.
           --hlog <file>           Write the interval histograms as an HdrHistogram log.
           -h, --help              Show help information.
 
@@ -27,7 +30,7 @@ enum ReportCommand: Subcommand {
         }
         let options: Arguments
         do {
-            options = try Arguments(Array(arguments.dropFirst()), valueOptions: ["hlog"], flagOptions: [])
+            options = try Arguments(Array(arguments.dropFirst()), valueOptions: ["hlog", "html"], flagOptions: [])
         } catch {
             output.printError("Error: \(error). See 'wsload report --help'.")
             return .usage
@@ -39,16 +42,23 @@ enum ReportCommand: Subcommand {
             failure.print(to: output)
             return failure.exitCode
         }
-        if let hlog = options.value("hlog") {
+        let exports: [(option: String, render: () -> String)] = [
+            ("hlog", { histogramLog(report.result) }),
+            ("html", { RunHTML.render(report.result, toolVersion: report.toolVersion) }),
+        ]
+        var wrote = false
+        for (option, render) in exports {
+            guard let path = options.value(option) else { continue }
             do {
-                try RunReport.writeAtomically(histogramLog(report.result), to: hlog)
+                try RunReport.writeAtomically(render(), to: path)
             } catch {
-                output.printError("Error: cannot write \(hlog): \(error.localizedDescription)")
+                output.printError("Error: cannot write \(path): \(error.localizedDescription)")
                 return .ioError
             }
-            output.printError("wrote \(hlog)")
-            return .success
+            output.printError("wrote \(path)")
+            wrote = true
         }
+        if wrote { return .success }
         output.writeOutput(RunSummary.text(report.result, colors: output.usesColor))
         return .success
     }

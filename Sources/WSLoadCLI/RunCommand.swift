@@ -33,6 +33,7 @@ enum RunCommand: Subcommand {
           --seed <n>              Seed the run's random choices (overrides the profile).
           --loops <n>             Event loops (threads). (default: the profile's, or one per core)
           --hlog <file>           Also write the interval histograms as an HdrHistogram log.
+          --html <file>           Also write the HTML report (one self-contained file).
           --json                  Print the report JSON on stdout instead of the summary.
           --quiet                 No progress and no summary; only errors and the exit code.
           -h, --help              Show help information.
@@ -52,7 +53,7 @@ enum RunCommand: Subcommand {
         var overrides: (duration: Duration?, seed: Int?, loops: Int?)
         do {
             options = try Arguments(
-                Array(arguments.dropFirst()), valueOptions: ["target", "shard", "out", "report-dir", "duration", "seed", "loops", "hlog"],
+                Array(arguments.dropFirst()), valueOptions: ["target", "shard", "out", "report-dir", "duration", "seed", "loops", "hlog", "html"],
                 flagOptions: ["json", "quiet"])
             overrides = (try options.duration("duration"), try options.integer("seed", in: 0...Int.max),
                          try options.integer("loops", in: 1...256))
@@ -136,11 +137,15 @@ enum RunCommand: Subcommand {
         } else if !isQuiet {
             output.writeOutput(RunSummary.text(result, colors: output.usesColor))
         }
-        if exit == .success, let hlog = options.value("hlog") {
+        let exports: [(option: String, render: () -> String)] = [
+            ("hlog", { histogramLog(result) }), ("html", { RunHTML.render(result, toolVersion: WSLoad.version) }),
+        ]
+        for (option, render) in exports where exit == .success {
+            guard let path = options.value(option) else { continue }
             do {
-                try RunReport.writeAtomically(histogramLog(result), to: hlog)
+                try RunReport.writeAtomically(render(), to: path)
             } catch {
-                output.printError("Error: cannot write \(hlog): \(error.localizedDescription)")
+                output.printError("Error: cannot write \(path): \(error.localizedDescription)")
                 exit = .ioError
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs helper programs for tests (openssl, ip) and fails with their stderr when they fail.
 public enum TestProcess {
@@ -26,6 +27,35 @@ public enum TestProcess {
             throw Failure(description: "\(arguments.joined(separator: " ")) failed: \(String(decoding: stderr, as: UTF8.self))")
         }
         return String(decoding: stdout, as: UTF8.self)
+    }
+}
+
+extension TestProcess {
+    /// Runs `arguments` to completion; returns stdout and stderr (a non-zero exit throws with stderr).
+    public static func runCapturingErrors(_ arguments: [String]) throws -> (output: String, errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        // Read stderr concurrently: a chatty child blocks on a full pipe otherwise.
+        let errorData = Mutex(Data())
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            errorData.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }
+            done.signal()
+        }.start()
+        let stdout = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        done.wait()
+        let stderr = String(decoding: errorData.withLock { $0 }, as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw Failure(description: "\(arguments.joined(separator: " ")) failed: \(stderr)")
+        }
+        return (String(decoding: stdout, as: UTF8.self), stderr)
     }
 }
 

@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Runtime
 import Testing
+import TestSupport
 import WSLoadCLI
 
 private func scratchDirectory() throws -> URL {
@@ -113,5 +114,53 @@ struct ReportCommandsTests {
         // A budget wide enough passes the same pair.
         let lenient = await cli(["compare", path("base.json"), path("head.json"), "--fail-on", "ws.message_rtt p50 +100000%"])
         #expect(lenient.code == .success, "\(lenient.error)")
+    }
+}
+
+@Suite("HTML reports in a real browser", .serialized)
+struct HTMLReportTests {
+    /// Renders `file` in headless Chromium: the DOM after load, a screenshot, and what the browser logged.
+    private func chromium(_ file: String, screenshot: String) throws -> (dom: String, log: String) {
+        let common = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
+        let dom = try TestProcess.runCapturingErrors(["chromium"] + common + ["--dump-dom", "file://" + file])
+        let shot = try TestProcess.runCapturingErrors(["chromium"] + common + ["--window-size=1400,3000", "--screenshot=" + screenshot, "file://" + file])
+        return (dom.output, dom.errors + shot.errors)
+    }
+
+    @Test("run and compare HTML render in headless Chromium with every plot and no console errors")
+    func rendersInChromium() async throws {
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        try Data("""
+            {"version": 1, "name": "html", "target": "embedded", "duration": "1500ms", "seed": 1,
+             "scenarios": [{"name": "s", "pattern": "echo", "connections": 5, "pingInterval": "200ms",
+                            "schedule": {"model": "closed", "thinkTime": "5ms"}}],
+             "thresholds": ["ws.message_rtt p99 < 10s", "errors rate < 50%"],
+             "report": {"interval": "250ms"}}
+            """.utf8).write(to: URL(fileURLWithPath: path("p.json")))
+        let run = await cli(["run", path("p.json"), "--out", path("r.json"), "--html", path("r.html"), "--quiet"])
+        #expect(run.code == .success, "\(run.error)")
+        let compare = await cli(["compare", path("r.json"), path("r.json"), "--html", path("c.html")])
+        #expect(compare.code == .success, "\(compare.error)")
+        let html = try String(contentsOfFile: path("r.html"), encoding: .utf8)
+        #expect(!html.contains("http://") || html.components(separatedBy: "http://").count == html.components(separatedBy: "http://www.w3.org/2000/svg").count,
+                "nothing fetched: the only URL is the SVG namespace")
+        #expect(!html.contains("<script") && !html.contains("<link") && !html.contains("@import"))
+
+        let (dom, log) = try chromium(path("r.html"), screenshot: path("r.png"))
+        for id in ["over-time-ws.message_rtt", "spectrum-ws.message_rtt", "spectrum-ws.ping_rtt", "messages-per-second", "connections"] {
+            #expect(dom.contains("id=\"\(id)\""), "missing plot \(id)")
+        }
+        #expect(dom.contains("class=\"series\""))
+        #expect(dom.contains("ws.message_rtt p99 &lt; 10s"))
+        #expect(!log.contains("CONSOLE") && !log.contains("Uncaught"), "\(log)")
+        let screenshot = try Data(contentsOf: URL(fileURLWithPath: path("r.png")))
+        #expect(screenshot.starts(with: [0x89, 0x50, 0x4E, 0x47]) && screenshot.count > 20_000)
+
+        let (comparisonDOM, comparisonLog) = try chromium(path("c.html"), screenshot: path("c.png"))
+        #expect(comparisonDOM.contains("id=\"comparison\"") && comparisonDOM.contains("id=\"spectrum-ws.message_rtt\""))
+        #expect(comparisonDOM.contains("data-series=\"base\"") && comparisonDOM.contains("data-series=\"head\""))
+        #expect(!comparisonLog.contains("CONSOLE") && !comparisonLog.contains("Uncaught"), "\(comparisonLog)")
     }
 }

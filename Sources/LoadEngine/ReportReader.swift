@@ -37,7 +37,7 @@ public struct LoadedReport: Sendable {
     }
 
     public init(document: JSONValue, source: String) throws(ReportFormatError) {
-        var reader = FieldReader(source: source)
+        let reader = FieldReader(source: source)
         guard let schema = document["schema"]?.stringValue else {
             throw reader.error("schema", "missing: is this a wsload report?")
         }

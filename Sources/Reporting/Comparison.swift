@@ -79,6 +79,20 @@ public struct ComparisonRow: Sendable {
     public var test: String
     public var direction: Direction
 
+    public init(
+        metric: String, statistic: String, unit: String, base: Double, head: Double, pValue: Double, test: String,
+        direction: Direction
+    ) {
+        self.metric = metric
+        self.statistic = statistic
+        self.unit = unit
+        self.base = base
+        self.head = head
+        self.pValue = pValue
+        self.test = test
+        self.direction = direction
+    }
+
     /// head vs base in percent; nil when base is 0.
     public var changePercent: Double? { base == 0 ? (head == 0 ? 0 : nil) : (head - base) / base * 100 }
     public func isSignificant(alpha: Double) -> Bool { pValue < alpha }
@@ -138,20 +152,24 @@ public enum Comparator {
             }
         } else if let baseIntervals = intervals(of: base, names), let headIntervals = intervals(of: head, names) {
             test = "interval-bootstrap"
-            pValues = blockBootstrap(baseIntervals, headIntervals, statistics, replicates: replicates)
+            var values = blockBootstrap(baseIntervals, headIntervals, statistics, replicates: replicates)
+            // A metric seen in fewer than two intervals of a side (connects during a short ramp) has no
+            // within-run variation to weigh against: test its samples instead.
+            for (index, statistic) in statistics.enumerated() where statistic.unit == "us" {
+                let covered = [baseIntervals, headIntervals].map { side in
+                    side.filter { ($0.histograms[statistic.metric]?.totalCount ?? 0) > 0 }.count
+                }
+                if covered.min()! < 2 {
+                    values[index] = histogramBootstrap(statistic, basePooled, headPooled, replicates: replicates)
+                }
+            }
+            pValues = values
         } else {
             test = "histogram-bootstrap"
             pValues = statistics.map { statistic in
                 switch statistic.unit {
                 case "us":
-                    guard let baseHistogram = basePooled.histograms[statistic.metric],
-                        let headHistogram = headPooled.histograms[statistic.metric]
-                    else { return 1 }
-                    var wrapper = Sample()
-                    return Significance.bootstrap(baseHistogram, headHistogram, replicates: replicates) { histogram in
-                        wrapper.histograms[statistic.metric] = histogram
-                        return statistic.compute(wrapper) ?? 0
-                    }
+                    return histogramBootstrap(statistic, basePooled, headPooled, replicates: replicates)
                 case "/s":
                     return Significance.poissonRates(basePooled.received, basePooled.seconds, headPooled.received, headPooled.seconds)
                 default:
@@ -164,6 +182,16 @@ public enum Comparator {
                 metric: statistic.metric, statistic: statistic.name, unit: statistic.unit,
                 base: statistic.compute(basePooled) ?? 0, head: statistic.compute(headPooled) ?? 0, pValue: pValue,
                 test: test, direction: statistic.direction)
+        }
+    }
+
+    private static func histogramBootstrap(_ statistic: Statistic, _ base: Sample, _ head: Sample, replicates: Int) -> Double {
+        guard let baseHistogram = base.histograms[statistic.metric], let headHistogram = head.histograms[statistic.metric]
+        else { return 1 }
+        var wrapper = Sample()
+        return Significance.bootstrap(baseHistogram, headHistogram, replicates: replicates) { histogram in
+            wrapper.histograms[statistic.metric] = histogram
+            return statistic.compute(wrapper) ?? 0
         }
     }
 

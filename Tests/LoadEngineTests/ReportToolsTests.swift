@@ -104,7 +104,6 @@ struct ReportToolsTests {
         let same = Comparator.compare(base: side([plain], label: "plain"), head: side([again], label: "again"))
         let sameP50 = try #require(same.first { $0.metric == "ws.message_rtt" && $0.statistic == "p50" })
         #expect(!RegressionBudget.defaults.contains { $0.isExceeded(by: sameP50, alpha: 0.05) }, "\(sameP50)")
-        #expect(abs(sameP50.changePercent ?? 100) < 50, "\(sameP50)")
     }
 
     @Test("Mann–Whitney U: exact small-sample p-values and the normal approximation with ties")
@@ -163,5 +162,51 @@ struct HistogramLogTests {
         }
         let starts = read.compactMap { $0["start"]?.numberValue }
         #expect(starts.map { Int($0.rounded()) } == entries.map { Int($0.start) })
+    }
+}
+
+@Suite("Comparisons of repeated runs")
+struct RepeatedRunsTests {
+    /// A run whose message RTTs are spread around `center` µs.
+    private func run(center: UInt64, spread: UInt64, seed: UInt64) -> ComparisonSide.Run {
+        var random = SeededRandomNumberGenerator(seed: seed)
+        var histogram = Histogram()
+        for _ in 0..<5_000 { histogram.record(center - spread + random.next() % (2 * spread)) }
+        var metrics = MetricSet()
+        metrics.histograms["ws.message_rtt"] = histogram
+        metrics.counters["ws.messages_received"] = 5_000
+        metrics.counters["ws.messages_sent"] = 5_000
+        return .init(metrics: metrics, seconds: 10)
+    }
+
+    @Test("five runs a side: Mann–Whitney over the runs finds a real shift and not a reshuffle")
+    func mannWhitneyAcrossRuns() throws {
+        let base = ComparisonSide(label: "base", runs: (0..<5).map { run(center: 1000 + UInt64($0) * 10, spread: 200, seed: UInt64($0)) })
+        let slower = ComparisonSide(label: "head", runs: (0..<5).map { run(center: 1300 + UInt64($0) * 10, spread: 200, seed: 10 + UInt64($0)) })
+        let rows = Comparator.compare(base: base, head: slower)
+        let p50 = try #require(rows.first { $0.metric == "ws.message_rtt" && $0.statistic == "p50" })
+        #expect(p50.test == "mann-whitney")
+        #expect(abs(p50.pValue - 2.0 / 252) < 1e-9)
+        #expect(p50.isWorse(alpha: 0.05) && (p50.changePercent ?? 0) > 25)
+        let interleaved = ComparisonSide(label: "head", runs: (0..<5).map { run(center: 1005 + UInt64($0) * 10, spread: 200, seed: 20 + UInt64($0)) })
+        let same = try #require(Comparator.compare(base: base, head: interleaved).first { $0.statistic == "p50" })
+        #expect(!same.isSignificant(alpha: 0.05), "\(same)")
+    }
+
+    @Test("budgets parse, and only a significant change beyond them fails")
+    func budgets() {
+        #expect(RegressionBudget(parsing: "ws.message_rtt p99 +10%") == RegressionBudget(metric: "ws.message_rtt", statistic: "p99", percent: 10))
+        #expect(RegressionBudget(parsing: "ws.messages_received per_second -5%")?.percent == -5)
+        #expect(RegressionBudget(parsing: "ws.message_rtt p99 10%") == nil && RegressionBudget(parsing: "p99 +10%") == nil)
+        let row = ComparisonRow(metric: "ws.message_rtt", statistic: "p99", unit: "us", base: 100, head: 115, pValue: 0.01,
+                                test: "t", direction: .lowerIsBetter)
+        #expect(RegressionBudget(metric: "ws.message_rtt", statistic: "p99", percent: 10).isExceeded(by: row, alpha: 0.05))
+        #expect(!RegressionBudget(metric: "ws.message_rtt", statistic: "p99", percent: 20).isExceeded(by: row, alpha: 0.05))
+        var noise = row
+        noise.pValue = 0.2
+        #expect(!RegressionBudget(metric: "ws.message_rtt", statistic: "p99", percent: 10).isExceeded(by: noise, alpha: 0.05))
+        var faster = row
+        faster.head = 50
+        #expect(!RegressionBudget(metric: "ws.message_rtt", statistic: "p99", percent: 10).isExceeded(by: faster, alpha: 0.05))
     }
 }

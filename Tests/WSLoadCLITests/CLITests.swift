@@ -42,7 +42,7 @@ struct CLITests {
               validate                Check a profile and list every problem with its JSON path.
               compare                 Compare two reports (or two sets of repeated runs) with a CI gate.
               merge                   Merge reports of one profile (shards) into one, exactly.
-              report                  Print a saved report's summary; export it as an HdrHistogram log.
+              report                  Print a saved report's summary; export it as HTML or an HdrHistogram log.
               serve                   Run the embedded WebSocket echo server (with chaos options).
               autobahn                Run the Autobahn|Testsuite client cases against a fuzzing server.
               help                    Show help for a subcommand.

@@ -79,6 +79,14 @@ struct ReportCommandsTests {
                 #expect(result.error.contains(message), "\(command): \(result.error)")
             }
         }
+        // Mismatched: a report of another profile.
+        try Data("""
+            {"version": 1, "name": "other", "target": "embedded", "duration": "300ms",
+             "scenarios": [{"name": "s", "pattern": "echo", "connections": 1}]}
+            """.utf8).write(to: URL(fileURLWithPath: path("other.json")))
+        #expect(await cli(["run", path("other.json"), "--out", path("other-report.json"), "--quiet"]).code == .success)
+        let mismatched = await cli(["merge", path("merged.json"), path("other-report.json")])
+        #expect(mismatched.code == .invalidInput && mismatched.error.contains("ran a different profile than"), "\(mismatched.error)")
         #expect(await cli(["compare", path("nope.json"), path("merged.json")]).code == .noInput)
         #expect(await cli(["merge", path("merged.json")]).code == .usage)
         #expect(await cli(["compare", path("merged.json")]).code == .usage)
@@ -133,11 +141,11 @@ struct HTMLReportTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
         try Data("""
-            {"version": 1, "name": "html", "target": "embedded", "duration": "1500ms", "seed": 1,
-             "scenarios": [{"name": "s", "pattern": "echo", "connections": 5, "pingInterval": "200ms",
-                            "schedule": {"model": "closed", "thinkTime": "5ms"}}],
+            {"version": 1, "name": "html", "target": "embedded", "duration": "30s", "seed": 1,
+             "scenarios": [{"name": "s", "pattern": "echo", "connections": 5, "pingInterval": "100ms",
+                            "messagesPerConnection": 60, "schedule": {"model": "closed", "thinkTime": "10ms"}}],
              "thresholds": ["ws.message_rtt p99 < 10s", "errors rate < 50%"],
-             "report": {"interval": "250ms"}}
+             "report": {"interval": "100ms"}}
             """.utf8).write(to: URL(fileURLWithPath: path("p.json")))
         let run = await cli(["run", path("p.json"), "--out", path("r.json"), "--html", path("r.html"), "--quiet"])
         #expect(run.code == .success, "\(run.error)")

@@ -24,9 +24,9 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["Crypto", "HTTP1", "CZlib"], swiftSettings: swiftSettings),
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
-        .target(name: "Reporting", dependencies: ["Histogram", "JSON"], swiftSettings: swiftSettings),
+        .target(name: "Reporting", dependencies: ["Crypto", "Histogram", "JSON"], swiftSettings: swiftSettings),
         .target(name: "Clients", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
-        .target(name: "EmbeddedServer", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
+        .target(name: "EmbeddedServer", dependencies: ["Crypto", "Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
         .target(
             name: "LoadEngine",
             dependencies: ["Clients", "Crypto", "EmbeddedServer", "Histogram", "HTTP1", "JSON", "Reporting", "Runtime", "WebSocket"],
@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "WSLoadBench",
-            dependencies: ["Runtime", "Clients", "WebSocket", "Histogram"],
+            dependencies: ["Runtime", "Clients", "Crypto", "WebSocket", "Histogram"],
             path: "Benchmarks/WSLoadBench",
             swiftSettings: swiftSettings
         ),
@@ -58,10 +58,10 @@ let package = Package(
             dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "WebSocket", "EmbeddedServer", "JSON"]
         ),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
-        .testTarget(name: "HistogramTests", dependencies: ["Histogram", "Runtime", "TestSupport"]),
+        .testTarget(name: "HistogramTests", dependencies: ["Crypto", "Histogram", "Runtime", "TestSupport"]),
         .testTarget(
             name: "LoadEngineTests",
-            dependencies: ["LoadEngine", "EmbeddedServer", "JSON", "Reporting", "Histogram", "Runtime", "TestSupport", "WSLoadCLI"]
+            dependencies: ["LoadEngine", "Crypto", "EmbeddedServer", "JSON", "Reporting", "Histogram", "Runtime", "TestSupport", "WSLoadCLI"]
         ),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),

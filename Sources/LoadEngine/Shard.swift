@@ -1,3 +1,4 @@
+import Crypto
 /// One of `count` equal, deterministic slices of a profile (`--shard 2/4`, 1-based as written): run
 /// them in `count` processes (on one box, past the per-process file limit, or on several machines) and
 /// merge their reports into the whole run.
@@ -38,10 +39,8 @@ public struct Shard: Sendable, Hashable, CustomStringConvertible {
             websocket.stages = websocket.stages.map { .init(target: share(of: $0.target), duration: $0.duration) }
             sliced.scenarios[index].websocket = websocket
         }
-        // SplitMix64's finalizer: different, well-mixed seeds per slice, the same every time.
-        var mixed = seed &+ UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return (sliced, mixed ^ (mixed >> 31))
+        // A different, well-mixed seed per slice, the same every time.
+        var mixer = SeededRandomNumberGenerator(seed: seed &+ UInt64(index))
+        return (sliced, mixer.next())
     }
 }

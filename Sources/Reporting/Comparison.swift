@@ -1,3 +1,4 @@
+import Crypto
 import Histogram
 
 /// One side of a comparison: one run, or several repeated runs of one configuration.
@@ -205,7 +206,7 @@ public enum Comparator {
     /// Resamples each side's intervals with replacement, pools them, and counts how often the pooled
     /// statistic's difference crosses zero: a two-sided p-value per statistic.
     static func blockBootstrap(_ base: [Sample], _ head: [Sample], _ statistics: [Statistic], replicates: Int) -> [Double] {
-        var random = SplitMix(state: 0x5753_4C4F_4144)
+        var random = SeededRandomNumberGenerator(seed: 0x5753_4C4F_4144)
         var below = [Int](repeating: 0, count: statistics.count)
         var above = [Int](repeating: 0, count: statistics.count)
         func resample(_ intervals: [Sample]) -> Sample {

@@ -1,3 +1,4 @@
+import Crypto
 import Glibc
 import Histogram
 
@@ -75,7 +76,7 @@ public enum Significance {
         statistic: (Histogram) -> Double
     ) -> Double {
         guard base.totalCount > 0, head.totalCount > 0 else { return 1 }
-        var random = SplitMix(state: seed)
+        var random = SeededRandomNumberGenerator(seed: seed)
         var below = 0
         var above = 0
         for _ in 0..<replicates {
@@ -86,13 +87,13 @@ public enum Significance {
         return min(1, 2 * Double(min(below, above) + 1) / Double(replicates + 1))
     }
 
-    private static func resample(_ histogram: Histogram, _ random: inout SplitMix) -> Histogram {
+    private static func resample(_ histogram: Histogram, _ random: inout SeededRandomNumberGenerator) -> Histogram {
         var copy = histogram
         copy.resampleCounts { count in poisson(mean: Double(count), &random) }
         return copy
     }
 
-    private static func poisson(mean: Double, _ random: inout SplitMix) -> UInt64 {
+    private static func poisson(mean: Double, _ random: inout SeededRandomNumberGenerator) -> UInt64 {
         if mean > 30 {
             // Normal approximation (Box–Muller), rounded and kept non-negative.
             let u1 = random.nextUnit() + 1e-300, u2 = random.nextUnit()
@@ -130,15 +131,7 @@ public enum Significance {
     }
 }
 
-/// SplitMix64, local so Reporting stays free of the runtime.
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+extension SeededRandomNumberGenerator {
+    /// A uniform Double in [0, 1).
     mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

@@ -1,4 +1,5 @@
 import Clients
+import Crypto
 import EmbeddedServer
 import Runtime
 import Synchronization

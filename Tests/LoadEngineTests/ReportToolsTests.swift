@@ -1,3 +1,4 @@
+import Crypto
 import EmbeddedServer
 import Foundation
 import Histogram

@@ -42,23 +42,13 @@ enum ReportCommand: Subcommand {
             failure.print(to: output)
             return failure.exitCode
         }
-        let exports: [(option: String, render: () -> String)] = [
-            ("hlog", { histogramLog(report.result) }),
-            ("html", { RunHTML.render(report.result, toolVersion: report.toolVersion) }),
-        ]
-        var wrote = false
-        for (option, render) in exports {
-            guard let path = options.value(option) else { continue }
-            do {
-                try RunReport.writeAtomically(render(), to: path)
-            } catch {
-                output.printError("Error: cannot write \(path): \(error.localizedDescription)")
-                return .ioError
-            }
-            output.printError("wrote \(path)")
-            wrote = true
+        switch writeExports(of: report.result, toolVersion: report.toolVersion, options: options, output: output) {
+        case nil: return .ioError
+        case let written? where !written.isEmpty:
+            for path in written { output.printError("wrote \(path)") }
+            return .success
+        default: break
         }
-        if wrote { return .success }
         output.writeOutput(RunSummary.text(report.result, colors: output.usesColor))
         return .success
     }
@@ -77,4 +67,24 @@ func histogramLog(_ result: RunResult) -> String {
     }
     return HistogramLog.text(entries: entries, startTime: result.startedAt,
                              comment: "[wsload \(WSLoad.version): \(result.profile.name)]")
+}
+
+/// Writes the exports `options` ask for (`--hlog`, `--html`) atomically; returns the paths written, or
+/// nil after reporting a file that could not be written.
+func writeExports(of result: RunResult, toolVersion: String, options: Arguments, output: CommandOutput) -> [String]? {
+    let exports: [(option: String, render: () -> String)] = [
+        ("hlog", { histogramLog(result) }), ("html", { RunHTML.render(result, toolVersion: toolVersion) }),
+    ]
+    var written: [String] = []
+    for (option, render) in exports {
+        guard let path = options.value(option) else { continue }
+        do {
+            try RunReport.writeAtomically(render(), to: path)
+        } catch {
+            output.printError("Error: cannot write \(path): \(error.localizedDescription)")
+            return nil
+        }
+        written.append(path)
+    }
+    return written
 }

@@ -137,17 +137,8 @@ enum RunCommand: Subcommand {
         } else if !isQuiet {
             output.writeOutput(RunSummary.text(result, colors: output.usesColor))
         }
-        let exports: [(option: String, render: () -> String)] = [
-            ("hlog", { histogramLog(result) }), ("html", { RunHTML.render(result, toolVersion: WSLoad.version) }),
-        ]
-        for (option, render) in exports where exit == .success {
-            guard let path = options.value(option) else { continue }
-            do {
-                try RunReport.writeAtomically(render(), to: path)
-            } catch {
-                output.printError("Error: cannot write \(path): \(error.localizedDescription)")
-                exit = .ioError
-            }
+        if exit == .success, writeExports(of: result, toolVersion: WSLoad.version, options: options, output: output) == nil {
+            exit = .ioError
         }
         if exit != .success { return exit }
         if !isQuiet { output.printError("report: \(reportPath)") }

@@ -37,6 +37,10 @@ public final class EmbeddedServer: Sendable {
     }
 
     /// Serves until the calling task is cancelled; then closes the listeners and every connection.
+    /// The executor to start ``run()`` on (`addTask(executorPreference: server.taskExecutor)`): the
+    /// server then starts accepting at once, however busy the global pool is.
+    public var taskExecutor: LoopTaskExecutor { listeners[0].loop.taskExecutor }
+
     public func run() async {
         await withDiscardingTaskGroup { tasks in
             for (index, listener) in listeners.enumerated() {

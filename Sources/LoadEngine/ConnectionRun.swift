@@ -30,7 +30,18 @@ final class ConnectionRun: @unchecked Sendable {
     /// Open model: the most requests one connection keeps unanswered before it drops scheduled sends.
     static let maximumOutstanding = 1024
 
-    init(id: Int, plan: ScenarioPlan, recorder: LoopRecorder, latch: StopLatch, random: SeededRandomNumberGenerator, loop: EventLoop) {
+    let ledger: InvariantLedger
+    let history: ActorHistory
+    let faults: FaultSwitches
+    private var hasDroppedMessage = false
+
+    init(
+        id: Int, plan: ScenarioPlan, recorder: LoopRecorder, latch: StopLatch, random: SeededRandomNumberGenerator,
+        loop: EventLoop, ledger: InvariantLedger, history: ActorHistory, faults: FaultSwitches
+    ) {
+        self.ledger = ledger
+        self.history = history
+        self.faults = faults
         self.id = id
         self.plan = plan
         self.recorder = recorder
@@ -106,6 +117,10 @@ final class ConnectionRun: @unchecked Sendable {
 
     private func send(_ manager: isolated WebSocketManager, intended: UInt64) async throws(WebSocketClientError) {
         let message = makeRequest(intended: intended)
+        if faults.dropOneEchoMessage && !hasDroppedMessage && nextSequence == 3 {
+            hasDroppedMessage = true  // request #2 is never written: its reply can never come
+            return
+        }
         // Counted before the write completes, so a graceful stop that looks meanwhile waits for its reply.
         outstanding += 1
         do {
@@ -174,6 +189,8 @@ final class ConnectionRun: @unchecked Sendable {
         wakeIfAnswered()
         recorder.messageRoundTrip.record(now >= reply.intended ? (now - reply.intended) / 1000 : 0)
         guard plan.websocket.pattern == .echo else { return }
+        ledger.check(.messageSequence, reply.sequence == expectedReply, actor: history,
+                     "echo reply #\(reply.sequence) where #\(expectedReply) was due")
         if reply.sequence == expectedReply {
             expectedReply += 1
         } else if reply.sequence > expectedReply {
@@ -277,6 +294,8 @@ final class ConnectionRun: @unchecked Sendable {
             if let last = lastArrival { recorder.messageGap.record(microseconds: last.duration(to: now)) }
             lastArrival = now
             if case .binary(let bytes) = message, let push = PushStream.read(bytes) {
+                ledger.check(.messageSequence, push.sequence == expectedReply, actor: history,
+                             "pushed message #\(push.sequence) where #\(expectedReply) was due")
                 if push.sequence > expectedReply { recorder.messagesLost += push.sequence - expectedReply }
                 expectedReply = max(expectedReply, push.sequence + 1)
             }

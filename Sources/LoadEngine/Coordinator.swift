@@ -15,6 +15,7 @@ struct Coordinator {
     let shutdown: GracefulShutdown?
     let onProgress: (@Sendable (RunProgress) -> Void)?
     let seed: UInt64
+    let faults: FaultSwitches
 
     /// How often the ramp is followed.
     static let tick: Duration = .milliseconds(50)
@@ -22,6 +23,8 @@ struct Coordinator {
     // The loops' side: recorders per (scenario, loop) and a latch per loop.
     private var recorders: [[LoopRecorder]] = []
     private var latches: [StopLatch] = []
+    private var ledgers: [InvariantLedger] = []
+    private var invariants = InvariantReport()
     private var ramps: [RampSchedule] = []
     /// Connection ids per scenario, in start order, not ramped down.
     private var active: [[Int]] = []
@@ -43,7 +46,8 @@ struct Coordinator {
     private var abortedBy: String?
 
     init(profile: Profile, plans: [ScenarioPlan], group: EventLoopGroup, random: SeededRandomNumberGenerator,
-         shutdown: GracefulShutdown?, onProgress: (@Sendable (RunProgress) -> Void)?, seed: UInt64) {
+         shutdown: GracefulShutdown?, onProgress: (@Sendable (RunProgress) -> Void)?, seed: UInt64, faults: FaultSwitches) {
+        self.faults = faults
         self.profile = profile
         self.plans = plans
         self.group = group
@@ -53,6 +57,7 @@ struct Coordinator {
         self.seed = seed
         recorders = plans.map { _ in group.loops.map { _ in LoopRecorder() } }
         latches = group.loops.map { _ in StopLatch() }
+        ledgers = group.loops.map { _ in InvariantLedger() }
         ramps = plans.map { RampSchedule(connections: $0.websocket.connections, stages: $0.websocket.stages) }
         active = plans.map { _ in [] }
         everStarted = plans.map { _ in 0 }
@@ -99,7 +104,7 @@ struct Coordinator {
             interruptedBy: shutdown?.signal.map { $0 == 0 ? "request" : signalName($0) }, abortedBy: abortedBy,
             scenarios: zip(plans, scenarioTotals).map { .init(scenario: $0.scenario, metrics: $1) }, total: total,
             intervals: intervals, thresholds: thresholds, unfinishedConnections: unfinished, liveHandlesAfterStop: 0,
-            waitingTasksAfterStop: 0)
+            waitingTasksAfterStop: 0, invariants: invariants)
     }
 
     /// Starts connections up to the highest target since the last tick (a stage's peak between two ticks
@@ -118,7 +123,7 @@ struct Coordinator {
                 let loop = loops[loopIndex]
                 let user = VirtualUser(
                     id: id, plan: plan, loop: loop, recorder: recorders[index][loopIndex], latch: latches[loopIndex],
-                    random: random.split())
+                    ledger: ledgers[loopIndex], faults: faults, random: random.split())
                 active[index].append(id)
                 everStarted[index] += 1
                 launched += 1
@@ -195,8 +200,12 @@ struct Coordinator {
         return unfinished
     }
 
-    /// Takes every recorder's snapshot (on its loop): the sum, per scenario, and live connections.
-    private func gather() async -> (MetricSet, [MetricSet], Int) {
+    /// Takes every recorder's snapshot (on its loop): the sum, per scenario, and live connections; adds the
+    /// loops' invariant ledgers to the run's.
+    private mutating func gather() async -> (MetricSet, [MetricSet], Int) {
+        for (index, ledger) in ledgers.enumerated() {
+            if let snapshot = try? await group.loops[index].submit({ ledger.takeSnapshot() }) { invariants.add(snapshot) }
+        }
         var combined = MetricSet()
         var perScenario = plans.map { _ in MetricSet() }
         var live = 0

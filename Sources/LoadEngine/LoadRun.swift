@@ -73,8 +73,11 @@ public struct RunResult: Sendable {
     public var shard: Shard?
     /// For a merged result: the reports it was merged from.
     public var mergedFrom: [String] = []
+    /// What the correctness oracle checked and found.
+    public var invariants = InvariantReport()
 
     public var thresholdsPassed: Bool { thresholds.allSatisfy(\.passed) }
+    public var invariantsHeld: Bool { invariants.isHeld }
 }
 
 /// Runs a validated profile: starts the embedded server if asked, ramps each scenario's connections up
@@ -91,9 +94,13 @@ public struct LoadRun: Sendable {
     public var onProgress: (@Sendable (RunProgress) -> Void)?
     /// Run only this slice of the profile.
     public var shard: Shard?
+    /// Test-only: break wsload on purpose to prove the oracle catches it.
+    public var faults = FaultSwitches()
 
     public init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
-                shutdown: GracefulShutdown? = nil, shard: Shard? = nil, onProgress: (@Sendable (RunProgress) -> Void)? = nil) {
+                shutdown: GracefulShutdown? = nil, shard: Shard? = nil, faults: FaultSwitches = FaultSwitches(),
+                onProgress: (@Sendable (RunProgress) -> Void)? = nil) {
+        self.faults = faults
         self.profile = profile
         self.environment = environment
         self.shutdown = shutdown
@@ -153,10 +160,10 @@ public struct LoadRun: Sendable {
             throw LoadRunError(description: "could not start the control loop: \(error)")
         }
         let result = await withTaskGroup(of: Void.self) { serverTasks -> RunResult in
-            if let server { serverTasks.addTask { await server.run() } }
+            if let server { serverTasks.addTask(executorPreference: server.taskExecutor) { await server.run() } }
             var coordinator = Coordinator(
                 profile: profile, plans: plans, group: group, random: random, shutdown: shutdown,
-                onProgress: onProgress, seed: seed)
+                onProgress: onProgress, seed: seed, faults: faults)
             let result = await withTaskExecutorPreference(control.taskExecutor) { await coordinator.run() }
             serverTasks.cancelAll()
             return result
@@ -164,8 +171,22 @@ public struct LoadRun: Sendable {
         _ = control.shutdown()
         var final = result
         final.shard = shard
+        let leak = faults.leakHandle ? try? await group.loops[0].submit { [loop = group.loops[0]] in
+            ScheduledTimer(on: loop, after: .seconds(3600)) {}
+        } : nil
+        // Let the loops run the close callbacks of what the run just closed before counting.
+        for _ in 0..<3 { for loop in group.loops { _ = try? await loop.submit {} } }
         final.liveHandlesAfterStop = group.liveHandleCount
         final.waitingTasksAfterStop = group.waitingTaskCount
+        leak?.cancel()
+        let isClean = final.liveHandlesAfterStop == 0 && final.waitingTasksAfterStop == 0
+        final.invariants.checked[Invariant.cancellation.rawValue, default: 0] += 1
+        if !isClean {
+            final.invariants.violations[Invariant.cancellation.rawValue, default: 0] += 1
+            final.invariants.examples[Invariant.cancellation.rawValue, default: []].append(.init(
+                actor: -1, scenario: "", detail: "\(final.liveHandlesAfterStop) runtime handles open and "
+                    + "\(final.waitingTasksAfterStop) tasks waiting after every connection ended", history: []))
+        }
         _ = group.shutdown()
         _ = serverGroup?.shutdown()
         return final

@@ -60,6 +60,7 @@ public enum ReportMerger {
             } catch {
                 throw MergeError(description: "\(report.source): \(error.description)")
             }
+            merged.invariants.add(other.invariants)
             merged.loops += other.loops
             merged.startedAt = min(merged.startedAt, other.startedAt)
             merged.endedAt = max(merged.endedAt, other.endedAt)

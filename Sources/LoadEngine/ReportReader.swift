@@ -104,6 +104,13 @@ public struct LoadedReport: Sendable {
             liveHandlesAfterStop: run["liveHandlesAfterStop"]?.integerValue ?? 0,
             waitingTasksAfterStop: run["waitingTasksAfterStop"]?.integerValue ?? 0, shard: shard,
             mergedFrom: run["mergedFrom"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        if let invariants = document["invariants"] {
+            do {
+                result.invariants = try InvariantReport(json: invariants, path: "invariants")
+            } catch {
+                throw reader.error(error.path, error.reason)
+            }
+        }
     }
 }
 

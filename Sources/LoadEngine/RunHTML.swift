@@ -36,6 +36,7 @@ public enum RunHTML {
                          xAxis: .seconds, yFormat: { grouped(Int($0.rounded())) }).render()
         body += "</div></section>"
         body += errorsSection(result.total)
+        body += invariantsSection(result.invariants)
         return page(title: "wsload: \(result.profile.name)", body: body)
     }
 
@@ -126,6 +127,17 @@ public enum RunHTML {
             html += "<tr><td>\(escape(name))</td><td>\(grouped(Int(metrics.counters[name]!)))</td></tr>"
         }
         return html + "</table>"
+    }
+
+    static func invariantsSection(_ invariants: InvariantReport) -> String {
+        var html = "<section id=\"invariants\"><h2>Invariants</h2><table><tr><th>invariant</th><th>checked</th><th>violations</th><th>first example</th></tr>"
+        for name in invariants.checked.keys.sorted() {
+            let violations = invariants.violations[name] ?? 0
+            let example = invariants.examples[name]?.first.map { "actor \($0.actor): \($0.detail)" } ?? ""
+            html += "<tr class=\"\(violations == 0 ? "pass" : "fail")\"><td>\(escape(name))</td><td>\(grouped(Int(invariants.checked[name]!)))</td>"
+                + "<td>\(grouped(Int(violations)))</td><td class=\"text\">\(escape(example))</td></tr>"
+        }
+        return html + "</table></section>"
     }
 
     static func errorsSection(_ metrics: MetricSet) -> String {

@@ -95,6 +95,8 @@ public enum RunReport {
             return .object(entry)
         })
         report["thresholdsPassed"] = .bool(result.thresholdsPassed)
+        report["invariants"] = result.invariants.json()
+        report["invariantsHeld"] = .bool(result.invariantsHeld)
         var errors = JSONObject()
         for code in result.total.errors.keys.sorted() { errors[code] = JSONValue(result.total.errors[code]!) }
         report["errors"] = .object(errors)

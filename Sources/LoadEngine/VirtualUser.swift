@@ -34,40 +34,79 @@ struct VirtualUser {
     let loop: EventLoop
     let recorder: LoopRecorder
     let latch: StopLatch
+    let ledger: InvariantLedger
+    let faults: FaultSwitches
     var random: SeededRandomNumberGenerator
     let clock = LoopClock()
+    /// Created when the actor starts (on its loop).
+    private var history: ActorHistory!
+    private var liveConnections = 0
+    private var hasConnectedSinceBackoff = false
+
+    init(
+        id: Int, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder, latch: StopLatch, ledger: InvariantLedger,
+        faults: FaultSwitches, random: SeededRandomNumberGenerator
+    ) {
+        self.id = id
+        self.plan = plan
+        self.loop = loop
+        self.recorder = recorder
+        self.latch = latch
+        self.ledger = ledger
+        self.faults = faults
+        self.random = random
+    }
 
     enum Ending { case stopped, finished, dropped }
 
     mutating func run() async {
         defer { latch.remove(id) }
+        history = ActorHistory(id: id, scenario: plan.scenario.name, start: clock.now)
         var attempt = 0
         var previousDelay: Duration?
         var downSince: LoopClock.Instant?
-        while !latch.isStopped(id) {
+        var isFaultSpent = false
+        while !latch.isStopped(id) || (faults.reconnectAfterIntentionalDisconnect && !isFaultSpent) {
+            if latch.isStopped(id) { isFaultSpent = true }
+            ledger.check(.noReconnectAfterIntentional, !latch.isStopped(id), actor: history,
+                         "connect attempt after the run stopped this actor")
             let manager = WebSocketManager(url: plan.url, configuration: plan.configuration, loop: loop)
             recorder.connectAttempts += 1
             if downSince != nil { recorder.reconnects += 1 }
+            history.note(attempt == 0 ? "connect" : "reconnect attempt \(attempt)")
             if let error = await Self.connect(manager, on: loop) {
                 recorder.recordError(error.code.rawValue)
+                history.note("connect failed: \(error.code.rawValue)")
                 if downSince == nil { downSince = clock.now }
                 guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
                 continue
             }
-            if let timings = await manager.handshakeTimings {
+            let isOpen = await manager.state == .open
+            let timings = await manager.handshakeTimings
+            ledger.check(.connectedAfterHandshake, isOpen && timings != nil, actor: history,
+                         "connect() returned without an open, timed handshake")
+            liveConnections += 1
+            ledger.check(.oneLiveConnection, liveConnections == 1, actor: history, "\(liveConnections) live connections")
+            history.note("connected")
+            hasConnectedSinceBackoff = true
+            if let timings {
                 recorder.connect.record(microseconds: timings.tcpConnect)
                 if let tls = timings.tlsHandshake { recorder.tlsHandshake.record(microseconds: tls) }
                 recorder.upgrade.record(microseconds: timings.upgrade)
             }
             if let since = downSince { recorder.reconnectRecovery.record(microseconds: since.duration(to: clock.now)) }
             downSince = nil
-            attempt = 0
+            if !faults.keepAttemptsAfterSuccess { attempt = 0 }
             previousDelay = nil
             recorder.connectionsOpened += 1
             recorder.liveConnections += 1
             let ending = await drive(manager)
             recorder.liveConnections -= 1
-            if let code = await manager.closeCode { recorder.disconnects[code.rawValue, default: 0] += 1 }
+            liveConnections -= 1
+            let closeCode = await manager.closeCode
+            if let closeCode { recorder.disconnects[closeCode.rawValue, default: 0] += 1 }
+            history.note("disconnected \(closeCode.map { String($0.rawValue) } ?? "-") (\(ending))")
+            if ending == .stopped && faults.reconnectAfterIntentionalDisconnect && !isFaultSpent { continue }
             guard ending == .dropped else { return }
             downSince = clock.now
             guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
@@ -98,13 +137,30 @@ struct VirtualUser {
             return false
         }
         attempt += 1
-        let delay = policy.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
+        if hasConnectedSinceBackoff {
+            ledger.check(.attemptsReset, attempt == 1, actor: history, "first reconnect after a success is attempt \(attempt)")
+            hasConnectedSinceBackoff = false
+        }
+        ledger.check(.maximumAttempts, policy.maximumAttempts.map { attempt <= $0 } ?? true, actor: history,
+                     "attempt \(attempt) of at most \(policy.maximumAttempts ?? 0)")
+        let bounds = policy.bounds(attempt: attempt, previousDelay: previousDelay)
+        var delay = policy.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
+        if faults.truncateBackoffToWholeSeconds { delay = .seconds(delay.components.seconds) }
+        ledger.check(.reconnectDelay, bounds.contains(delay), actor: history,
+                     "delay \(formatDuration(delay)) outside \(formatDuration(bounds.lowerBound))–\(formatDuration(bounds.upperBound)) for attempt \(attempt)")
+        history.note("backoff \(formatDuration(delay)) before attempt \(attempt)")
         previousDelay = delay
         // A wake left over from the connection (a ping timer that fired as the reader ended) must not cut
         // the backoff short: the delay is the policy's, to the nanosecond.
         latch.discardPendingWake(id)
-        let deadline = clock.now.advanced(by: delay)
+        let started = clock.now
+        let deadline = started.advanced(by: delay)
         while !latch.isStopped(id) && clock.now < deadline { await waitForLatch(until: deadline) }
+        if !latch.isStopped(id) {
+            let waited = started.duration(to: clock.now)
+            ledger.check(.reconnectDelay, waited >= delay - .milliseconds(1), actor: history,
+                         "waited \(formatDuration(waited)) of a \(formatDuration(delay)) backoff")
+        }
         return !latch.isStopped(id)
     }
 
@@ -123,7 +179,8 @@ struct VirtualUser {
     /// Runs the pattern on an open connection until it ends; closes it gracefully when stopped.
     private mutating func drive(_ manager: WebSocketManager) async -> Ending {
         let connection = ConnectionRun(
-            id: id, plan: plan, recorder: recorder, latch: latch, random: random.split(), loop: loop)
+            id: id, plan: plan, recorder: recorder, latch: latch, random: random.split(), loop: loop, ledger: ledger,
+            history: history, faults: faults)
         let latch = self.latch
         let id = self.id
         let loop = self.loop

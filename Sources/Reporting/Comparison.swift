@@ -209,6 +209,7 @@ public enum Comparator {
         var random = SeededRandomNumberGenerator(seed: 0x5753_4C4F_4144)
         var below = [Int](repeating: 0, count: statistics.count)
         var above = [Int](repeating: 0, count: statistics.count)
+        var valid = [Int](repeating: 0, count: statistics.count)
         func resample(_ intervals: [Sample]) -> Sample {
             var pooled = Sample()
             for _ in intervals.indices { pooled.add(intervals[Int(random.next() % UInt64(intervals.count))]) }
@@ -217,16 +218,19 @@ public enum Comparator {
         for _ in 0..<replicates {
             let baseSample = resample(base), headSample = resample(head)
             for (index, statistic) in statistics.enumerated() {
+                // A resample drawn only from intervals without the metric (a ramp's first interval) says nothing
+                // about it: it is left out rather than counted as "no difference".
                 guard let baseValue = statistic.compute(baseSample), let headValue = statistic.compute(headSample) else {
-                    below[index] += 1
-                    above[index] += 1
                     continue
                 }
+                valid[index] += 1
                 if headValue - baseValue <= 0 { below[index] += 1 }
                 if headValue - baseValue >= 0 { above[index] += 1 }
             }
         }
-        return statistics.indices.map { min(1, 2 * Double(min(below[$0], above[$0]) + 1) / Double(replicates + 1)) }
+        return statistics.indices.map { index in
+            valid[index] == 0 ? 1 : min(1, 2 * Double(min(below[index], above[index]) + 1) / Double(valid[index] + 1))
+        }
     }
 }
 

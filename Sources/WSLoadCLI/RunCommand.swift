@@ -39,7 +39,8 @@ enum RunCommand: Subcommand {
           -h, --help              Show help information.
 
         EXIT CODES:
-          0 passed, 1 could not run (or no connection ever opened), 3 thresholds failed, 64 usage, 65 invalid profile,
+          0 passed, 1 could not run (or no connection ever opened), 3 thresholds failed, 4 invariants violated,
+          64 usage, 65 invalid profile,
           66 profile unreadable, 74 report not written, 130 interrupted (report written).
 
         """
@@ -149,6 +150,7 @@ enum RunCommand: Subcommand {
             output.printError("Error: none of \(attempts) connection attempts succeeded (\(codes)).")
             return .failure
         }
+        if !result.invariantsHeld { return .invariantViolated }
         return result.thresholdsPassed ? .success : .thresholdsFailed
     }
 }

@@ -29,6 +29,20 @@ enum RunSummary {
         if result.unfinishedConnections > 0 {
             lines.append("\(result.unfinishedConnections) connections did not close within gracefulStop and were cancelled")
         }
+        let checks = result.invariants.checked.values.reduce(0, +)
+        if result.invariantsHeld {
+            lines.append("invariants: held (\(grouped(Int(checks))) checks)")
+        } else {
+            lines.append(paint("invariants: \(grouped(Int(result.invariants.violationCount))) violations", "31")
+                + " in \(grouped(Int(checks))) checks")
+            for name in result.invariants.violations.keys.sorted() where result.invariants.violations[name]! > 0 {
+                lines.append("  ✗ \(name): \(grouped(Int(result.invariants.violations[name]!)))")
+                for example in result.invariants.examples[name]?.prefix(2) ?? [] {
+                    lines.append("      actor \(example.actor) (\(example.scenario)): \(example.detail)")
+                    for event in example.history.suffix(4) { lines.append("        " + event) }
+                }
+            }
+        }
         if !result.thresholds.isEmpty {
             lines.append("thresholds:")
             for outcome in result.thresholds {

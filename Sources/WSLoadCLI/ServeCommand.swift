@@ -127,7 +127,7 @@ enum ServeCommand: Subcommand {
         output.print("wsload serve: listening on \(server.url) (\(group.loops.count) loops)")
         let stopSignal = try? await withShutdownSignals(on: group.loops[0]) { shutdown -> Int32? in
             await withTaskGroup(of: Int32?.self) { tasks in
-                tasks.addTask { await server.run(); return nil }
+                tasks.addTask(executorPreference: server.taskExecutor) { await server.run(); return nil }
                 tasks.addTask { await shutdown.wait() }
                 if let duration {
                     tasks.addTask {

@@ -12,7 +12,7 @@ func withEmbeddedServer<T: Sendable>(
 ) async throws -> T {
     let server = try await EmbeddedServer.bind(configuration, on: group)
     return try await withThrowingTaskGroup(of: T?.self) { tasks in
-        tasks.addTask {
+        tasks.addTask(executorPreference: server.taskExecutor) {
             await server.run()
             return nil
         }

@@ -93,9 +93,12 @@ struct ReconnectingWebSocketTests {
                         #expect(clock.recordedDeadlines.count == round)
                         clock.advance(by: .milliseconds(300))
                     }
-                    // Connected a fourth time: now disconnect on purpose; no further attempt may follow.
-                    while await socket.connectionCount < 4 { try await Task.sleep(for: .milliseconds(2)) }
-                    await socket.disconnect()
+                    // Connected a fourth time: now disconnect on purpose; no further attempt may follow. Polled from
+                    // the loop's own executor, so a busy global pool (other suites) cannot delay it past closeAfter.
+                    try await withTaskExecutorPreference(group.loops[0].taskExecutor) {
+                        while await socket.connectionCount < 4 { try await Task.sleep(for: .milliseconds(2)) }
+                        await socket.disconnect()
+                    }
                     while try await tasks.next() != nil {}
                 }
                 let events = names(collected.all)

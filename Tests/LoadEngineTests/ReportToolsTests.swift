@@ -99,7 +99,8 @@ struct ReportToolsTests {
         let slower = Comparator.compare(base: side([plain], label: "plain"), head: side([delayed], label: "delayed"))
         let p50 = try #require(slower.first { $0.metric == "ws.message_rtt" && $0.statistic == "p50" })
         #expect(p50.test == "interval-bootstrap")
-        #expect(p50.isSignificant(alpha: 0.05) && p50.head > p50.base + 2500, "\(p50)")
+        // Every delayed echo takes at least the 3 ms the server waits; the base's figure depends on the load.
+        #expect(p50.isSignificant(alpha: 0.05) && p50.head >= 3000 && p50.head > p50.base, "\(p50)")
         #expect(RegressionBudget.defaults.contains { $0.isExceeded(by: p50, alpha: 0.05) })
 
         let same = Comparator.compare(base: side([plain], label: "plain"), head: side([again], label: "again"))
@@ -151,7 +152,7 @@ struct HistogramLogTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Peers/hlog_check.py").path
-        let output = try TestProcess.run(["python3", script, file.path])
+        let output = try await TestProcess.runOffPool(["python3", script, file.path]).output
         let read = try #require(try JSONValue(parsing: output).arrayValue)
         #expect(read.count == expected.count)
         for (entry, (tag, histogram)) in zip(read, expected) {

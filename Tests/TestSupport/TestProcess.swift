@@ -59,6 +59,16 @@ extension TestProcess {
     }
 }
 
+extension TestProcess {
+    /// ``runCapturingErrors(_:)`` on a thread of its own: async tests must not block the cooperative pool
+    /// (two threads here) while a child runs, or every other suite's tasks stall behind it.
+    public static func runOffPool(_ arguments: [String]) async throws -> (output: String, errors: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runCapturingErrors(arguments) }) }.start()
+        }
+    }
+}
+
 /// A long-running helper whose stdout is read line by line and whose stdin we may write.
 public final class BackgroundProcess: @unchecked Sendable {
     public let process = Process()

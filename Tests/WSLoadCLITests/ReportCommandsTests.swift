@@ -109,7 +109,7 @@ struct ReportCommandsTests {
         // The head: the same profile against a server that delays every echo by 5 ms.
         let group = try EventLoopGroup(loopCount: 1)
         let server = try await EmbeddedServer.bind(ServerConfiguration(chaos: ChaosOptions(echoDelay: .milliseconds(5))), on: group)
-        let serving = Task { await server.run() }
+        let serving = Task(executorPreference: server.taskExecutor) { await server.run() }
         let head = await cli(["run", path("p.json"), "--target", server.url, "--out", path("head.json"), "--quiet"])
         serving.cancel()
         await serving.value
@@ -128,10 +128,10 @@ struct ReportCommandsTests {
 @Suite("HTML reports in a real browser", .serialized)
 struct HTMLReportTests {
     /// Renders `file` in headless Chromium: the DOM after load, a screenshot, and what the browser logged.
-    private func chromium(_ file: String, screenshot: String) throws -> (dom: String, log: String) {
+    private func chromium(_ file: String, screenshot: String) async throws -> (dom: String, log: String) {
         let common = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
-        let dom = try TestProcess.runCapturingErrors(["chromium"] + common + ["--dump-dom", "file://" + file])
-        let shot = try TestProcess.runCapturingErrors(["chromium"] + common + ["--window-size=1400,3000", "--screenshot=" + screenshot, "file://" + file])
+        let dom = try await TestProcess.runOffPool(["chromium"] + common + ["--dump-dom", "file://" + file])
+        let shot = try await TestProcess.runOffPool(["chromium"] + common + ["--window-size=1400,3000", "--screenshot=" + screenshot, "file://" + file])
         return (dom.output, dom.errors + shot.errors)
     }
 
@@ -156,7 +156,7 @@ struct HTMLReportTests {
                 "nothing fetched: the only URL is the SVG namespace")
         #expect(!html.contains("<script") && !html.contains("<link") && !html.contains("@import"))
 
-        let (dom, log) = try chromium(path("r.html"), screenshot: path("r.png"))
+        let (dom, log) = try await chromium(path("r.html"), screenshot: path("r.png"))
         for id in ["over-time-ws.message_rtt", "spectrum-ws.message_rtt", "spectrum-ws.ping_rtt", "messages-per-second", "connections"] {
             #expect(dom.contains("id=\"\(id)\""), "missing plot \(id)")
         }
@@ -166,7 +166,7 @@ struct HTMLReportTests {
         let screenshot = try Data(contentsOf: URL(fileURLWithPath: path("r.png")))
         #expect(screenshot.starts(with: [0x89, 0x50, 0x4E, 0x47]) && screenshot.count > 20_000)
 
-        let (comparisonDOM, comparisonLog) = try chromium(path("c.html"), screenshot: path("c.png"))
+        let (comparisonDOM, comparisonLog) = try await chromium(path("c.html"), screenshot: path("c.png"))
         #expect(comparisonDOM.contains("id=\"comparison\"") && comparisonDOM.contains("id=\"spectrum-ws.message_rtt\""))
         #expect(comparisonDOM.contains("data-series=\"base\"") && comparisonDOM.contains("data-series=\"head\""))
         #expect(!comparisonLog.contains("CONSOLE") && !comparisonLog.contains("Uncaught"), "\(comparisonLog)")

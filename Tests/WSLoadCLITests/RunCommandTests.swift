@@ -52,7 +52,13 @@ struct RunCommandTests {
     @Test("failing thresholds exit 3 with the report still written; --json prints it")
     func failingThresholds() async throws {
         let scratch = try Scratch()
-        let profile = try scratch.write("p.json", shortProfile(thresholds: #"["ws.message_rtt p50 < 1us"]"#))
+        // A message budget, so there are samples however loaded the machine is (a latency threshold with no
+        // samples passes).
+        let profile = try scratch.write("p.json", """
+            {"version": 1, "name": "cli", "target": "embedded", "duration": "30s",
+             "scenarios": [{"name": "echo", "pattern": "echo", "connections": 3, "messagesPerConnection": 20}],
+             "thresholds": ["ws.message_rtt p50 < 1us"]}
+            """)
         let captured = CapturedOutput()
         let code = await WSLoad.main(
             arguments: ["run", profile, "--report-dir", scratch.path("out"), "--json", "--quiet"], output: captured.commandOutput)
@@ -120,18 +126,24 @@ struct RunCommandTests {
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        // The first progress line means connections are up and measured.
-        var seen = ""
-        let deadline = ContinuousClock.now + .seconds(20)  // lines come every 5 s at most; never wait for the whole run
-        while !seen.contains("connections 50 up / 50 target") && ContinuousClock.now < deadline {
-            let chunk = errors.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
+        // Blocking reads on a thread of their own, not on the cooperative pool the other suites share.
+        let stderr: String = await withCheckedContinuation { continuation in
+            Thread {
+                // The first progress line means connections are up and measured.
+                var seen = ""
+                let deadline = ContinuousClock.now + .seconds(20)  // lines come every 5 s at most; never wait for the whole run
+                while !seen.contains("connections 50 up / 50 target") && ContinuousClock.now < deadline {
+                    let chunk = errors.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    seen += String(decoding: chunk, as: UTF8.self)
+                }
+                kill(process.processIdentifier, SIGINT)
+                let rest = errors.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: seen + String(decoding: rest, as: UTF8.self))
+            }.start()
         }
-        kill(process.processIdentifier, SIGINT)
-        let rest = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 130, "\(seen)\(String(decoding: rest, as: UTF8.self))")
+        #expect(process.terminationStatus == 130, "\(stderr)")
         let report = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: scratch.path("report.json")))))
         #expect(report["run"]?["interrupted"] == .bool(true))
         #expect(report["run"]?["interruptedBy"]?.stringValue == "SIGINT")

@@ -1,0 +1,74 @@
+import JSON
+
+/// The correctness oracle's findings: per invariant, how many observations were checked and how many
+/// broke it, with a few examples (the actor and its recent history). Adds exactly, like `MetricSet`.
+public struct InvariantReport: Sendable, Equatable {
+    public struct Example: Sendable, Equatable {
+        public var actor: Int
+        public var scenario: String
+        public var detail: String
+        /// The actor's recent events, oldest first.
+        public var history: [String]
+
+        public init(actor: Int, scenario: String, detail: String, history: [String]) {
+            self.actor = actor
+            self.scenario = scenario
+            self.detail = detail
+            self.history = history
+        }
+    }
+
+    /// Examples kept per invariant.
+    public static let maximumExamples = 5
+
+    public var checked: [String: UInt64] = [:]
+    public var violations: [String: UInt64] = [:]
+    public var examples: [String: [Example]] = [:]
+
+    public init() {}
+
+    public var violationCount: UInt64 { violations.values.reduce(0, +) }
+    public var isHeld: Bool { violationCount == 0 }
+
+    public mutating func add(_ other: InvariantReport) {
+        for (name, count) in other.checked { checked[name, default: 0] += count }
+        for (name, count) in other.violations { violations[name, default: 0] += count }
+        for (name, list) in other.examples {
+            let room = Self.maximumExamples - (examples[name]?.count ?? 0)
+            if room > 0 { examples[name, default: []] += list.prefix(room) }
+        }
+    }
+
+    public func json() -> JSONValue {
+        var object = JSONObject()
+        for name in Set(checked.keys).union(violations.keys).sorted() {
+            object[name] = [
+                "checked": JSONValue(checked[name] ?? 0), "violations": JSONValue(violations[name] ?? 0),
+                "examples": .array((examples[name] ?? []).map { example in
+                    [
+                        "actor": JSONValue(example.actor), "scenario": .string(example.scenario),
+                        "detail": .string(example.detail), "history": .array(example.history.map { .string($0) }),
+                    ]
+                }),
+            ]
+        }
+        return .object(object)
+    }
+
+    public init(json value: JSONValue, path: String) throws(ReportFormatError) {
+        guard let object = value.objectValue else { throw ReportFormatError(path: path, reason: "expected an object") }
+        for (name, entry) in object.members {
+            guard let checkedCount = entry["checked"]?.integerValue, let violationCount = entry["violations"]?.integerValue,
+                checkedCount >= 0, violationCount >= 0
+            else { throw ReportFormatError(path: "\(path).\(name)", reason: "expected checked and violations counts") }
+            checked[name] = UInt64(checkedCount)
+            violations[name] = UInt64(violationCount)
+            examples[name] = (entry["examples"]?.arrayValue ?? []).prefix(Self.maximumExamples).map { example in
+                Example(
+                    actor: example["actor"]?.integerValue ?? 0, scenario: example["scenario"]?.stringValue ?? "",
+                    detail: example["detail"]?.stringValue ?? "",
+                    history: example["history"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+            }
+        }
+    }
+}

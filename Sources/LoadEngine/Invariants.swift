@@ -39,24 +39,58 @@ public struct FaultSwitches: Sendable, Equatable {
     public init() {}
 }
 
-/// The oracle's ledger on one loop: confined to the loop's thread like `LoopRecorder`.
+/// The oracle's ledger on one loop: confined to the loop's thread like `LoopRecorder`. A check on the hot
+/// path (one per echo reply) is an array increment.
 final class InvariantLedger: @unchecked Sendable {
-    private var report = InvariantReport()
+    private static let invariants = Invariant.allCases
+    private var checked = [UInt64](repeating: 0, count: Invariant.allCases.count)
+    private var violations = [UInt64](repeating: 0, count: Invariant.allCases.count)
+    private var examples: [Invariant: [InvariantReport.Example]] = [:]
+
+    init() {
+        assert(Self.invariants.enumerated().allSatisfy { $0.offset == $0.element.index }, "Invariant.index out of step")
+    }
 
     /// Counts one observation of `invariant`; when it does not hold, a violation with the actor's history.
+    @inline(__always)
     func check(_ invariant: Invariant, _ holds: Bool, actor: ActorHistory, _ detail: @autoclosure () -> String) {
-        report.checked[invariant.rawValue, default: 0] += 1
+        let index = invariant.index
+        checked[index] &+= 1
         guard !holds else { return }
-        report.violations[invariant.rawValue, default: 0] += 1
-        if (report.examples[invariant.rawValue]?.count ?? 0) < InvariantReport.maximumExamples {
-            report.examples[invariant.rawValue, default: []].append(
+        violations[index] &+= 1
+        if (examples[invariant]?.count ?? 0) < InvariantReport.maximumExamples {
+            examples[invariant, default: []].append(
                 .init(actor: actor.id, scenario: actor.scenario, detail: detail(), history: actor.events))
         }
     }
 
     func takeSnapshot() -> InvariantReport {
-        defer { report = InvariantReport() }
+        var report = InvariantReport()
+        for (index, invariant) in Self.invariants.enumerated() where checked[index] > 0 {
+            report.checked[invariant.rawValue] = checked[index]
+            report.violations[invariant.rawValue] = violations[index]
+        }
+        for (invariant, list) in examples { report.examples[invariant.rawValue] = list }
+        checked = checked.map { _ in 0 }
+        violations = violations.map { _ in 0 }
+        examples = [:]
         return report
+    }
+}
+
+extension Invariant {
+    /// The position in `allCases`, for array-indexed counters.
+    var index: Int {
+        switch self {
+        case .reconnectDelay: 0
+        case .attemptsReset: 1
+        case .maximumAttempts: 2
+        case .noReconnectAfterIntentional: 3
+        case .oneLiveConnection: 4
+        case .connectedAfterHandshake: 5
+        case .messageSequence: 6
+        case .cancellation: 7
+        }
     }
 }
 

@@ -21,6 +21,19 @@ private func stormRun(faults: FaultSwitches, connections: Int = 6, duration: Str
     }
 }
 
+/// A run of `scenario` (a JSON scenario object) against a plain embedded server, with one fault switched on.
+private func faultyRun(
+    _ fault: WritableKeyPath<FaultSwitches, Bool>, duration: String, scenario: String
+) async throws -> RunResult {
+    var faults = FaultSwitches()
+    faults[keyPath: fault] = true
+    return try await withServer { server in
+        try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "fault", "target": "\(server.url)", "duration": "\(duration)", "scenarios": [\(scenario)]}
+            """), faults: faults).run()
+    }
+}
+
 private func violations(_ result: RunResult, _ invariant: Invariant) -> UInt64 {
     result.invariants.violations[invariant.rawValue] ?? 0
 }
@@ -64,27 +77,17 @@ struct InvariantTests {
 
     @Test("a reconnect after an intentional disconnect is caught, once per actor")
     func reconnectAfterStop() async throws {
-        var faults = FaultSwitches()
-        faults.reconnectAfterIntentionalDisconnect = true
-        let result = try await withServer { server in
-            try await LoadRun(profile: try profile("""
-                {"version": 1, "name": "stop", "target": "\(server.url)", "duration": "500ms",
-                 "scenarios": [{"name": "s", "pattern": "echo", "connections": 4, "schedule": {"model": "closed", "thinkTime": "5ms"}}]}
-                """), faults: faults).run()
-        }
+        let result = try await faultyRun(\.reconnectAfterIntentionalDisconnect, duration: "500ms", scenario: """
+            {"name": "s", "pattern": "echo", "connections": 4, "schedule": {"model": "closed", "thinkTime": "5ms"}}
+            """)
         #expect(violations(result, .noReconnectAfterIntentional) == 4)
     }
 
     @Test("a dropped echo message is caught by the sequence checker")
     func droppedMessage() async throws {
-        var faults = FaultSwitches()
-        faults.dropOneEchoMessage = true
-        let result = try await withServer { server in
-            try await LoadRun(profile: try profile("""
-                {"version": 1, "name": "drop", "target": "\(server.url)", "duration": "10s",
-                 "scenarios": [{"name": "s", "pattern": "echo", "connections": 3, "messagesPerConnection": 10}]}
-                """), faults: faults).run()
-        }
+        let result = try await faultyRun(\.dropOneEchoMessage, duration: "10s", scenario: """
+            {"name": "s", "pattern": "echo", "connections": 3, "messagesPerConnection": 10}
+            """)
         #expect(violations(result, .messageSequence) == 3)
         #expect(result.total.counter("ws.messages_lost") == 3)
         let example = try #require(result.invariants.examples[Invariant.messageSequence.rawValue]?.first)
@@ -93,14 +96,9 @@ struct InvariantTests {
 
     @Test("a handle left open after the run is caught by the cancellation checker")
     func leakedHandle() async throws {
-        var faults = FaultSwitches()
-        faults.leakHandle = true
-        let result = try await withServer { server in
-            try await LoadRun(profile: try profile("""
-                {"version": 1, "name": "leak", "target": "\(server.url)", "duration": "300ms",
-                 "scenarios": [{"name": "s", "pattern": "idle", "connections": 2, "pingInterval": "100ms"}]}
-                """), faults: faults).run()
-        }
+        let result = try await faultyRun(\.leakHandle, duration: "300ms", scenario: """
+            {"name": "s", "pattern": "idle", "connections": 2, "pingInterval": "100ms"}
+            """)
         #expect(violations(result, .cancellation) == 1)
         #expect(result.liveHandlesAfterStop == 1)
         #expect(!result.invariantsHeld)

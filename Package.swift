@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
         .target(name: "Reporting", dependencies: ["Crypto", "Histogram", "JSON"], swiftSettings: swiftSettings),
-        .target(name: "Clients", dependencies: ["Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
+        .target(name: "Clients", dependencies: ["Crypto", "HTTP1", "JSON", "Runtime", "WebSocket"], swiftSettings: swiftSettings),
         .target(name: "EmbeddedServer", dependencies: ["Crypto", "Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
         .target(
             name: "LoadEngine",

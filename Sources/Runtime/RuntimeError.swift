@@ -19,6 +19,10 @@ public struct RuntimeError: Error, Hashable, Sendable, CustomStringConvertible {
         case tooManyOpenFiles = 1010
         case invalidArgument = 1011
         case endOfStream = 1012
+        case noSpace = 1013
+        case fileTooLarge = 1014
+        case notFound = 1015
+        case permissionDenied = 1016
         case tlsHandshakeFailed = 1101
         case tlsVerificationFailed = 1102
         case tlsProtocolError = 1103
@@ -40,6 +44,10 @@ public struct RuntimeError: Error, Hashable, Sendable, CustomStringConvertible {
             case .tooManyOpenFiles: "too_many_open_files"
             case .invalidArgument: "invalid_argument"
             case .endOfStream: "eof"
+            case .noSpace: "no_space"
+            case .fileTooLarge: "file_too_large"
+            case .notFound: "not_found"
+            case .permissionDenied: "permission_denied"
             case .tlsHandshakeFailed: "tls_handshake"
             case .tlsVerificationFailed: "tls_verify"
             case .tlsProtocolError: "tls_protocol"
@@ -88,6 +96,10 @@ public struct RuntimeError: Error, Hashable, Sendable, CustomStringConvertible {
         case UV_EINVAL.rawValue: .invalidArgument
         case UV_EOF.rawValue: .endOfStream
         case UV_ECANCELED.rawValue, UV_EBADF.rawValue: .closed
+        case UV_ENOSPC.rawValue, -122 /* EDQUOT on Linux; libuv 1.44 has no UV_EDQUOT */: .noSpace
+        case UV_EFBIG.rawValue: .fileTooLarge
+        case UV_ENOENT.rawValue: .notFound
+        case UV_EACCES.rawValue, UV_EPERM.rawValue, UV_EROFS.rawValue: .permissionDenied
         default: .io
         }
     }

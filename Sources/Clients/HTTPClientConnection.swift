@@ -1,0 +1,231 @@
+import HTTP1
+import Runtime
+
+/// One HTTP/1.1 connection (TCP or TLS) on one loop, carrying requests one after another (keep-alive).
+///
+/// Loop-confined like the streams under it: call it from an actor or task on ``loop``. A watchdog closes
+/// the connection when a request is outstanding and nothing arrives for `requestTimeout`.
+public final class HTTPClientConnection: @unchecked Sendable {
+    public let loop: EventLoop
+    /// `scheme://host:port` this connection reaches; a request for another origin needs another connection.
+    public let origin: String
+    private let stream: any ByteStream
+    private let configuration: TransferConfiguration
+    /// Received bytes not yet consumed (a response head, body bytes, or the next response).
+    private var buffer: [UInt8] = []
+    private var isTimedOut = false
+    private var lastActivity = LoopClock().now
+    private var watchdog: ScheduledTimer?
+    private var isWaiting = false
+    /// False once a response ends the connection, a body was abandoned, or anything failed.
+    public private(set) var isReusable = true
+    /// Requests sent on this connection.
+    public private(set) var requestCount = 0
+    /// TCP connect and TLS handshake times, for `http.connect` metrics.
+    public let connectDuration: Duration
+    public let tlsDuration: Duration?
+
+    private init(loop: EventLoop, origin: String, stream: any ByteStream, configuration: TransferConfiguration,
+                 connectDuration: Duration, tlsDuration: Duration?) {
+        self.loop = loop
+        self.origin = origin
+        self.stream = stream
+        self.configuration = configuration
+        self.connectDuration = connectDuration
+        self.tlsDuration = tlsDuration
+    }
+
+    deinit {
+        watchdog?.cancel()
+        stream.close()
+    }
+
+    static func origin(of url: HTTPURL) -> String { "\(url.isSecure ? "https" : "http")://\(url.hostHeader)" }
+
+    /// Connects to `url`'s origin. Call on `loop`'s thread.
+    public static func connect(to url: HTTPURL, configuration: TransferConfiguration, on loop: EventLoop) async throws -> HTTPClientConnection {
+        let clock = LoopClock()
+        let start = clock.now
+        let tcp = try await TCPConnection.connect(host: url.host, port: url.port, on: loop, options: configuration.tcp)
+        let connected = clock.now
+        var stream: any ByteStream = tcp
+        var tlsDuration: Duration?
+        if url.isSecure {
+            let context = try configuration.tls ?? TLSContext(role: .client)
+            let deadline = ScheduledTimer(on: loop, after: configuration.requestTimeout) { tcp.close() }
+            defer { deadline.cancel() }
+            stream = try await TLSConnection.connect(over: tcp, context: context, serverName: configuration.serverName ?? url.host)
+            tlsDuration = connected.duration(to: clock.now)
+        }
+        return HTTPClientConnection(loop: loop, origin: origin(of: url), stream: stream, configuration: configuration,
+                                    connectDuration: start.duration(to: connected), tlsDuration: tlsDuration)
+    }
+
+    /// The request head for `method` on `url` with the configuration's headers and auth.
+    public func requestHead(method: String, url: HTTPURL, headers extra: HTTPHeaders = HTTPHeaders()) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: url.hostHeader)
+        headers.add(name: "User-Agent", value: "wsload")
+        for field in configuration.headers { headers.replaceOrAdd(name: field.name, value: field.value) }
+        for field in extra { headers.replaceOrAdd(name: field.name, value: field.value) }
+        if let token = configuration.bearerToken { headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)") }
+        return HTTPRequestHead(method: method, target: url.target, headers: headers)
+    }
+
+    /// Sends a request head (and an optional small body).
+    public func send(_ head: HTTPRequestHead, body: [UInt8] = []) async throws {
+        requestCount += 1
+        if !head.keepsConnectionAlive { isReusable = false }
+        try await guarded { try await stream.write(head.serialized() + body) }
+    }
+
+    /// Sends body bytes of a request whose head was already sent.
+    public func sendBody(_ bytes: [UInt8]) async throws {
+        try await guarded { try await stream.write(bytes) }
+    }
+
+    /// Reads the next final response head, skipping 1xx interim responses (RFC 9110 §15.2).
+    public func readResponseHead() async throws -> HTTPResponseHead {
+        var parser = HTTPHeadParser(maximumHeadSize: configuration.maximumHeadSize)
+        while true {
+            if let (head, length) = try parser.parseResponse(buffer) {
+                buffer.removeFirst(length)
+                if (100..<200).contains(head.status) && head.status != 101 {
+                    parser = HTTPHeadParser(maximumHeadSize: configuration.maximumHeadSize)
+                    continue
+                }
+                if !head.keepsConnectionAlive { isReusable = false }
+                return head
+            }
+            guard try await readMore() > 0 else {
+                isReusable = false
+                throw TransferError(TransferError.Code.network, buffer.isEmpty ? "the server closed the connection before answering"
+                                    : "the server closed the connection inside a response head",
+                                    runtimeCode: RuntimeError.Code.endOfStream.name)
+            }
+        }
+    }
+
+    /// Reads a body framed by `framing`, handing its bytes to `sink` in order (slices of the receive
+    /// buffer: no copies). `sink` returns false to abandon the rest (the connection is then not reused).
+    /// - Returns: the body bytes delivered.
+    @discardableResult
+    public func readBody(
+        framing: HTTPBodyFraming, limiter: BandwidthLimiter? = nil, sink: (ArraySlice<UInt8>) throws -> Bool
+    ) async throws -> Int64 {
+        var decoder = HTTPBodyDecoder(framing: framing)
+        if case .untilClose = framing { isReusable = false }
+        var isAbandoned = false
+        var paced: Int64 = 0
+        while true {
+            if !buffer.isEmpty {
+                let progress = try decoder.decode(buffer[...]) { bytes in
+                    guard !isAbandoned else { return }
+                    if try !sink(bytes) { isAbandoned = true }
+                }
+                switch progress {
+                case .complete(let consumed):
+                    buffer.removeFirst(consumed)
+                    return decoder.bodyBytes
+                case .needMoreData:
+                    buffer.removeAll(keepingCapacity: true)
+                }
+                if isAbandoned {
+                    isReusable = false
+                    return decoder.bodyBytes
+                }
+                if let limiter {
+                    try await limiter.pace(adding: decoder.bodyBytes - paced)
+                    paced = decoder.bodyBytes
+                }
+            }
+            if try await readMore() == 0 {
+                isReusable = false
+                do {
+                    try decoder.finish()
+                } catch {
+                    throw TransferError(TransferError.Code.network, "\(error)", runtimeCode: RuntimeError.Code.endOfStream.name)
+                }
+                return decoder.bodyBytes
+            }
+        }
+    }
+
+    /// Reads a body into memory, keeping at most `limit` bytes.
+    public func readBody(framing: HTTPBodyFraming, limit: Int) async throws -> [UInt8] {
+        var body: [UInt8] = []
+        try await readBody(framing: framing) { bytes in
+            body.append(contentsOf: bytes.prefix(limit - body.count))
+            return body.count < limit
+        }
+        return body
+    }
+
+    /// Closes now; safe from any thread.
+    public func close() {
+        isReusable = false
+        stream.close()
+    }
+
+    private func readMore() async throws -> Int {
+        try await guarded { try await stream.read(into: &buffer, maxBytes: 256 * 1024) }
+    }
+
+    /// Runs an I/O step under the request-timeout watchdog and marks the connection broken on failure.
+    private func guarded<T>(_ operation: () async throws -> T) async throws -> T {
+        lastActivity = LoopClock().now
+        if watchdog == nil { armWatchdog(after: configuration.requestTimeout) }
+        isWaiting = true
+        defer {
+            isWaiting = false
+            lastActivity = LoopClock().now
+        }
+        do {
+            return try await operation()
+        } catch {
+            isReusable = false
+            if isTimedOut {
+                throw TransferError(.requestTimeout, "no data from \(origin) for \(configuration.requestTimeout)",
+                                    runtimeCode: RuntimeError.Code.timedOut.name)
+            }
+            throw TransferError.from(error, doing: "request to \(origin)")
+        }
+    }
+
+    private func armWatchdog(after delay: Duration) {
+        watchdog = ScheduledTimer(on: loop, after: delay) { [weak self] in
+            guard let self else { return }
+            self.watchdog = nil
+            let idle = self.lastActivity.duration(to: LoopClock().now)
+            if self.isWaiting && idle >= self.configuration.requestTimeout {
+                self.isTimedOut = true
+                self.stream.close()
+            } else if self.isReusable {
+                self.armWatchdog(after: max(.milliseconds(10), self.configuration.requestTimeout - (self.isWaiting ? idle : .zero)))
+            }
+        }
+    }
+}
+
+/// Paces one task's reads to a byte rate (a token bucket with a 100 ms burst): the per-task bandwidth
+/// cap of a constrained network. Shared by a ranged download's segments.
+public final class BandwidthLimiter: @unchecked Sendable {
+    public let bytesPerSecond: Int64
+    private let start = LoopClock().now
+    private var total: Int64 = 0
+
+    public init(bytesPerSecond: Int64) {
+        precondition(bytesPerSecond > 0)
+        self.bytesPerSecond = bytesPerSecond
+    }
+
+    /// Called after a reader received `bytes`; sleeps while the task is ahead of its budget.
+    func pace(adding bytes: Int64) async throws {
+        total += bytes
+        let allowedAt = Double(total) / Double(bytesPerSecond) - 0.1
+        let elapsed = Double(start.duration(to: LoopClock().now).nanoseconds) / 1e9
+        if allowedAt > elapsed {
+            try await LoopClock().sleep(until: LoopClock().now.advanced(by: .nanoseconds(Int64((allowedAt - elapsed) * 1e9))))
+        }
+    }
+}

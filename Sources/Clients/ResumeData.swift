@@ -1,0 +1,114 @@
+import HTTP1
+import JSON
+
+/// One byte range of a download and how much of it is on disk: `first + received` is where it continues.
+public struct SegmentProgress: Sendable, Hashable {
+    public var first: Int64
+    /// The last byte (inclusive); nil while the length is unknown (a single stream without Content-Length).
+    public var last: Int64?
+    public var received: Int64
+
+    public init(first: Int64, last: Int64?, received: Int64 = 0) {
+        self.first = first
+        self.last = last
+        self.received = received
+    }
+
+    public var isComplete: Bool { last.map { first + received > $0 } ?? false }
+    /// Where the next byte goes.
+    public var nextOffset: Int64 { first + received }
+}
+
+/// What a failed or interrupted download needs to continue without refetching what is on disk — the
+/// counterpart of `NSURLSessionDownloadTaskResumeData`: the URL, the validators that guard the resume
+/// (`If-Range`), the partial file and which ranges of it are valid.
+public struct ResumeData: Sendable, Hashable {
+    /// The URL after redirects.
+    public var url: String
+    public var destination: String
+    /// The partial file beside the destination.
+    public var partPath: String
+    public var validators: Validators
+    public var totalLength: Int64?
+    public var segments: [SegmentProgress]
+
+    public init(url: String, destination: String, partPath: String, validators: Validators, totalLength: Int64?, segments: [SegmentProgress]) {
+        self.url = url
+        self.destination = destination
+        self.partPath = partPath
+        self.validators = validators
+        self.totalLength = totalLength
+        self.segments = segments
+    }
+
+    /// Bytes already on disk that a resume keeps.
+    public var bytesOnDisk: Int64 { segments.reduce(0) { $0 + $1.received } }
+
+    /// Whether a server can be asked for the rest: validators to guard `If-Range` and a byte to continue from.
+    public var isResumable: Bool { validators.ifRangeValue != nil && bytesOnDisk > 0 }
+
+    public var json: JSONValue {
+        var object: JSONObject = [
+            "version": 1, "url": .string(url), "destination": .string(destination), "partPath": .string(partPath),
+        ]
+        if let tag = validators.entityTag { object["etag"] = .string(tag.description) }
+        if let date = validators.lastModified { object["lastModified"] = .string(date) }
+        if let totalLength { object["totalLength"] = JSONValue(totalLength) }
+        object["segments"] = .array(segments.map { segment in
+            [JSONValue(segment.first), segment.last.map { JSONValue($0) } ?? .null, JSONValue(segment.received)]
+        })
+        return .object(object)
+    }
+
+    /// The resume data as JSON bytes (what `wsload download` keeps beside a partial file).
+    public func serialized() -> [UInt8] { Array(json.formatted(pretty: false).utf8) }
+
+    public struct DecodingError: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public init(json: JSONValue) throws(DecodingError) {
+        func string(_ key: String) throws(DecodingError) -> String {
+            guard let value = json[key]?.stringValue else { throw DecodingError(description: "resume data: \"\(key)\" is missing or not a string") }
+            return value
+        }
+        func integer(_ value: JSONValue?, _ what: String) throws(DecodingError) -> Int64 {
+            guard let number = value?.numberValue, number >= 0, number < 9.0e15, number.rounded() == number else {
+                throw DecodingError(description: "resume data: \(what) is not a non-negative integer")
+            }
+            return Int64(number)
+        }
+        guard json["version"]?.integerValue == 1 else { throw DecodingError(description: "resume data: unknown version") }
+        url = try string("url")
+        destination = try string("destination")
+        partPath = try string("partPath")
+        validators = Validators(entityTag: json["etag"]?.stringValue.flatMap(EntityTag.init(headerValue:)),
+                                lastModified: json["lastModified"]?.stringValue)
+        totalLength = json["totalLength"].map { _ in () } == nil ? nil : try integer(json["totalLength"], "totalLength")
+        guard let list = json["segments"]?.arrayValue else { throw DecodingError(description: "resume data: \"segments\" is missing") }
+        var segments: [SegmentProgress] = []
+        for (index, entry) in list.enumerated() {
+            guard let triple = entry.arrayValue, triple.count == 3 else {
+                throw DecodingError(description: "resume data: segments[\(index)] is not [first, last, received]")
+            }
+            let first = try integer(triple[0], "segments[\(index)][0]")
+            let last: Int64? = triple[1] == .null ? nil : try integer(triple[1], "segments[\(index)][1]")
+            let received = try integer(triple[2], "segments[\(index)][2]")
+            if let last, last < first || received > last - first + 1 {
+                throw DecodingError(description: "resume data: segments[\(index)] is inconsistent")
+            }
+            segments.append(SegmentProgress(first: first, last: last, received: received))
+        }
+        self.segments = segments
+    }
+
+    public init(serialized bytes: [UInt8]) throws(DecodingError) {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            throw DecodingError(description: "resume data: \(error)")
+        }
+        try self.init(json: value)
+    }
+}

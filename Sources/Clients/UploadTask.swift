@@ -1,0 +1,206 @@
+import Crypto
+import HTTP1
+import Runtime
+
+/// An upload from a file (`uploadTask(with:fromFile:)`): background uploads never come from memory.
+public struct UploadRequest: Sendable {
+    public var url: HTTPURL
+    /// PUT or POST.
+    public var method: String
+    public var file: String
+    public var contentType: String
+
+    public init(url: HTTPURL, method: String = "PUT", file: String, contentType: String = "application/octet-stream") {
+        self.url = url
+        self.method = method
+        self.file = file
+        self.contentType = contentType
+    }
+}
+
+/// `didSendBodyData`: how far an upload is.
+public struct UploadProgress: Sendable, Hashable {
+    public var bytesSent: Int64
+    public var bytesExpected: Int64
+}
+
+/// A finished upload: the server's answer (a 2xx) and what was sent.
+public struct UploadResult: Sendable {
+    public var status: Int
+    /// The response body, cut at the configuration's in-memory limit.
+    public var body: [UInt8]
+    public var bytesSent: Int64
+    /// SHA-256 of the bytes sent (the file as read while sending).
+    public var sha256: [UInt8]
+    /// From the last body byte sent to the response head.
+    public var timeToFirstByte: Duration
+    public var duration: Duration
+    public var retries: Int
+    public var statuses: [Int: Int]
+}
+
+/// Uploads a file with `Content-Length`, streamed from disk in 256 KiB reads with the connection's
+/// backpressure. Retryable failures start the upload again after the backoff delay (HTTP/1.1 has no
+/// standard way to continue a partial upload).
+public actor UploadTask {
+    public nonisolated let loop: EventLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    public nonisolated let request: UploadRequest
+    private let configuration: TransferConfiguration
+    private let onProgress: (@Sendable (UploadProgress) -> Void)?
+    private var random = SeededRandomNumberGenerator(seed: nil)
+    private var statuses: [Int: Int] = [:]
+    private var connection: HTTPClientConnection?
+    private var isResourceTimedOut = false
+
+    public init(request: UploadRequest, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop,
+                onProgress: (@Sendable (UploadProgress) -> Void)? = nil) {
+        self.loop = loop
+        self.request = request
+        self.configuration = configuration
+        self.onProgress = onProgress
+    }
+
+    public func run() async throws -> UploadResult {
+        let clock = LoopClock()
+        let start = clock.now
+        let deadline = ScheduledTimer(on: loop, after: configuration.resourceTimeout) { [weak self] in
+            self?.assumeIsolated { task in
+                task.isResourceTimedOut = true
+                task.connection?.close()
+            }
+        }
+        defer {
+            deadline.cancel()
+            connection?.close()
+        }
+        var attempt = 0
+        var previousDelay: Duration?
+        var retries = 0
+        while true {
+            do {
+                var result = try await attemptUpload()
+                result.duration = start.duration(to: clock.now)
+                result.retries = retries
+                return result
+            } catch {
+                connection?.close()
+                connection = nil
+                if isResourceTimedOut {
+                    throw TransferError(.resourceTimeout, "the upload did not finish within \(configuration.resourceTimeout)")
+                }
+                let failure = TransferError.from(error, doing: "upload of \(request.file)")
+                attempt += 1
+                guard failure.isRetryable, configuration.retry.allows(attempt: attempt) else { throw failure }
+                retries += 1
+                let delay = configuration.retry.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
+                previousDelay = delay
+                try await loop.sleep(for: delay)
+            }
+        }
+    }
+
+    private func attemptUpload() async throws -> UploadResult {
+        let file = try DataFile.open(request.file, mode: .read)
+        defer { file.close() }
+        let length = try file.size()
+        let connection = try await HTTPClientConnection.connect(to: request.url, configuration: configuration, on: loop)
+        self.connection = connection
+        var headers: HTTPHeaders = ["Content-Type": request.contentType, "Content-Length": String(length)]
+        headers.add(name: "Connection", value: "close")
+        try await connection.send(connection.requestHead(method: request.method, url: request.url, headers: headers))
+        let hasher = SHA256Hasher()
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(256 * 1024)
+        var sent: Int64 = 0
+        let limiter = configuration.bandwidthLimit.map { BandwidthLimiter(bytesPerSecond: $0) }
+        while sent < length {
+            try file.read(into: &buffer, count: Int(min(256 * 1024, length - sent)), at: sent)
+            guard !buffer.isEmpty else {
+                throw TransferError(.file, "\(request.file) shrank to \(sent) bytes while it was being sent (expected \(length))")
+            }
+            hasher.update(buffer)
+            try await connection.sendBody(buffer)
+            sent += Int64(buffer.count)
+            onProgress?(UploadProgress(bytesSent: sent, bytesExpected: length))
+            if let limiter { try await limiter.pace(adding: Int64(buffer.count)) }
+        }
+        let sentAt = LoopClock().now
+        let head = try await connection.readResponseHead()
+        let timeToFirstByte = sentAt.duration(to: LoopClock().now)
+        statuses[head.status, default: 0] += 1
+        let body = try await connection.readBody(framing: HTTPBodyFraming(response: head, requestMethod: request.method),
+                                                 limit: configuration.maximumInMemoryBody)
+        guard (200..<300).contains(head.status) else {
+            let text = String(decoding: body.prefix(120), as: UTF8.self).filter { !$0.isNewline }
+            throw TransferError(.httpStatus, "\(head.status) \(head.reason) from \(request.url)\(text.isEmpty ? "" : ": \(text)")",
+                                status: head.status)
+        }
+        return UploadResult(status: head.status, body: body, bytesSent: sent, sha256: hasher.finalize(),
+                            timeToFirstByte: timeToFirstByte, duration: .zero, retries: 0, statuses: statuses)
+    }
+}
+
+/// A `multipart/form-data` body (RFC 7578) written to a temporary file first, as background uploads
+/// require, then uploaded from that file.
+public struct MultipartForm: Sendable {
+    public struct Field: Sendable {
+        public var name: String
+        public var value: String
+    }
+
+    public var fields: [Field] = []
+    /// The file part: form name, file name, content type and the path to read.
+    public var file: (name: String, fileName: String, contentType: String, path: String)?
+    public let boundary: String
+
+    public init(boundary: String = "wsload-" + Crypto.hex(Crypto.randomBytes(12))) {
+        self.boundary = boundary
+    }
+
+    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// Writes the whole body to `path` (a new file) and returns its length.
+    public func write(to path: String) throws -> Int64 {
+        let output = try DataFile.open(path, mode: .createNew)
+        defer { output.close() }
+        var offset: Int64 = 0
+        func emit(_ bytes: [UInt8]) throws {
+            try output.write(bytes[...], at: offset)
+            offset += Int64(bytes.count)
+        }
+        for field in fields {
+            try emit(Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(Self.quoted(field.name))\"\r\n\r\n\(field.value)\r\n".utf8))
+        }
+        if let file {
+            try emit(Array(("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(Self.quoted(file.name))\"; "
+                + "filename=\"\(Self.quoted(file.fileName))\"\r\nContent-Type: \(file.contentType)\r\n\r\n").utf8))
+            let input = try DataFile.open(file.path, mode: .read)
+            defer { input.close() }
+            var buffer: [UInt8] = []
+            var read: Int64 = 0
+            while true {
+                try input.read(into: &buffer, count: 1024 * 1024, at: read)
+                if buffer.isEmpty { break }
+                try emit(buffer)
+                read += Int64(buffer.count)
+            }
+            try emit([13, 10])
+        }
+        try emit(Array("--\(boundary)--\r\n".utf8))
+        return offset
+    }
+
+    /// Escapes `"` and line breaks in a quoted parameter (RFC 7578 §4.2 as browsers do it).
+    static func quoted(_ text: String) -> String {
+        text.replacingAll("\"", with: "%22").replacingAll("\r", with: "%0D").replacingAll("\n", with: "%0A")
+    }
+}
+
+extension String {
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        var result = ""
+        for character in self { if character == target { result += replacement } else { result.append(character) } }
+        return result
+    }
+}

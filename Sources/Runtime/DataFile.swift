@@ -1,0 +1,217 @@
+import CLibUV
+import Glibc
+
+/// A regular file read and written at explicit offsets, for transfers.
+///
+/// Writes are synchronous `pwrite`s from the calling (loop) thread: they copy into the page cache,
+/// which costs less than a hop to a thread pool per chunk. Errors carry the stable codes transfers
+/// report: `no_space` (ENOSPC/EDQUOT), `file_too_large` (EFBIG: a file-size limit), `not_found`,
+/// `permission_denied`, `io`. The descriptor closes on ``close()`` or when the object is released.
+public final class DataFile: @unchecked Sendable {
+    /// How ``open(_:mode:)`` opens the file.
+    public enum Mode: Sendable {
+        case read
+        /// Read and write; create it (mode 0644) if missing; keep existing contents.
+        case readWrite
+        /// Create a new, empty file; fail if the path exists (temporary files never clobber anything).
+        case createNew
+    }
+
+    public let path: String
+    private var descriptor: Int32
+
+    private init(path: String, descriptor: Int32) {
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    deinit { if descriptor >= 0 { Glibc.close(descriptor) } }
+
+    /// Writing past `RLIMIT_FSIZE` must fail with EFBIG rather than kill the process (SIGXFSZ's default).
+    private static let ignoreFileSizeSignal: Void = { signal(SIGXFSZ, SIG_IGN) }()
+
+    public static func open(_ path: String, mode: Mode) throws(RuntimeError) -> DataFile {
+        _ = ignoreFileSizeSignal
+        let flags: Int32 = switch mode {
+        case .read: O_RDONLY
+        case .readWrite: O_RDWR | O_CREAT
+        case .createNew: O_RDWR | O_CREAT | O_EXCL
+        }
+        let descriptor = Glibc.open(path, flags | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw fileError(function: "open", path: path) }
+        return DataFile(path: path, descriptor: descriptor)
+    }
+
+    /// Writes all of `bytes` at `offset`.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(RuntimeError) {
+        var done = 0
+        while done < bytes.count {
+            let count = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Self.fileError(function: "pwrite", path: path)
+            }
+            done += count
+        }
+    }
+
+    public func write(_ bytes: ArraySlice<UInt8>, at offset: Int64) throws(RuntimeError) {
+        do {
+            try bytes.withUnsafeBytes { raw in try write(raw, at: offset) }
+        } catch let error as RuntimeError {
+            throw error
+        } catch {
+            fatalError("unreachable: \(error)")
+        }
+    }
+
+    /// Reads up to `count` bytes at `offset` into `buffer` (replacing its contents); fewer at end of file.
+    public func read(into buffer: inout [UInt8], count: Int, at offset: Int64) throws(RuntimeError) {
+        buffer.removeAll(keepingCapacity: true)
+        var failure: RuntimeError?
+        buffer.append(contentsOf: repeatElement(0, count: count))
+        let total = buffer.withUnsafeMutableBytes { raw -> Int in
+            var done = 0
+            while done < count {
+                let result = pread(descriptor, raw.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    failure = Self.fileError(function: "pread", path: path)
+                    return done
+                }
+                if result == 0 { break }
+                done += result
+            }
+            return done
+        }
+        if let failure { throw failure }
+        buffer.removeLast(count - total)
+    }
+
+    /// Flushes the file's data to stable storage (`fdatasync`).
+    public func synchronize() throws(RuntimeError) {
+        guard fdatasync(descriptor) == 0 else { throw Self.fileError(function: "fdatasync", path: path) }
+    }
+
+    public func truncate(to length: Int64) throws(RuntimeError) {
+        guard ftruncate(descriptor, off_t(length)) == 0 else { throw Self.fileError(function: "ftruncate", path: path) }
+    }
+
+    /// The file's current size.
+    public func size() throws(RuntimeError) -> Int64 {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Self.fileError(function: "fstat", path: path) }
+        return Int64(status.st_size)
+    }
+
+    /// Takes an exclusive advisory lock (`flock`) for as long as the file stays open.
+    /// - Throws: an `io` error naming the file when another process holds the lock.
+    public func lockExclusively() throws(RuntimeError) {
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            if code == EWOULDBLOCK {
+                throw RuntimeError(.io, function: "flock", detail: "\(path) is in use by another process")
+            }
+            throw Self.fileError(function: "flock", path: path)
+        }
+    }
+
+    public func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    static func fileError(function: String, path: String) -> RuntimeError {
+        let code = errno
+        var error = RuntimeError(uvStatus: -code, function: function)
+        error.detail = "\(path): \(String(cString: strerror(code)))"
+        return error
+    }
+}
+
+/// File-system operations transfers need, with ``RuntimeError`` codes.
+public enum FileSystem {
+    /// Atomically replaces `destination` with `source` (same file system), then syncs the directory so
+    /// the new name survives a crash.
+    public static func rename(_ source: String, to destination: String) throws(RuntimeError) {
+        guard Glibc.rename(source, destination) == 0 else {
+            throw DataFile.fileError(function: "rename", path: "\(source) -> \(destination)")
+        }
+        synchronizeDirectory(containing: destination)
+    }
+
+    /// Removes a file; a missing file is not an error.
+    public static func remove(_ path: String) throws(RuntimeError) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw DataFile.fileError(function: "unlink", path: path) }
+    }
+
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// The size of the file at `path`, or nil when there is none.
+    public static func size(of path: String) -> Int64? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return Int64(status.st_size)
+    }
+
+    public static func isDirectory(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Creates `path` (and missing parents) as directories with mode 0755.
+    public static func createDirectories(_ path: String) throws(RuntimeError) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") {
+            prefix += component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw DataFile.fileError(function: "mkdir", path: prefix)
+            }
+            prefix += "/"
+        }
+    }
+
+    /// The directory part of `path` (`.` for a bare name).
+    public static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The last component of `path`.
+    public static func lastComponent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// Names in `directory` (without `.` and `..`), or nil when it cannot be read.
+    public static func contents(of directory: String) -> [String]? {
+        guard let handle = opendir(directory) else { return nil }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// fsyncs a directory so renames and new files in it are durable; failures are ignored (some
+    /// file systems refuse to sync directories).
+    public static func synchronizeDirectory(containing path: String) {
+        let descriptor = Glibc.open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        Glibc.close(descriptor)
+    }
+}
+
+/// Wall-clock time for begin dates and journals (the loop clock is monotonic and per-boot).
+public enum WallClock {
+    public static func secondsSince1970() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+}

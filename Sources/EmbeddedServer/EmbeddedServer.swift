@@ -4,8 +4,9 @@ import Runtime
 import Synchronization
 import WebSocket
 
-/// The embedded WebSocket echo server (`wsload serve`): text stays text, binary stays binary, pings are
-/// answered, permessage-deflate and TLS are supported, and ``ChaosOptions`` inject faults.
+/// The embedded server (`wsload serve`): WebSocket echo (text stays text, binary stays binary, pings are
+/// answered, permessage-deflate, ``ChaosOptions`` faults) and, on connections that do not upgrade, an
+/// HTTP/1.1 file server with ranges and an upload sink (``HTTPService``, ``HTTPChaosOptions``); TLS for both.
 ///
 /// Bind with ``bind(_:on:)``, then call ``run()`` inside a task group; cancelling that task stops the
 /// server and closes every connection.
@@ -16,6 +17,13 @@ public final class EmbeddedServer: Sendable {
 
     /// The bound address (the real port when port 0 was asked for).
     public var localAddress: SocketAddress { listeners[0].localAddress }
+
+    /// `http://HOST:PORT` or `https://…` for this server's HTTP routes (no trailing slash).
+    public var httpURL: String {
+        let address = localAddress
+        let host = address.family == .ipv6 ? "[\(address.ip)]" : address.ip
+        return "\(configuration.tls == nil ? "http" : "https")://\(host):\(address.port)"
+    }
 
     /// `ws://HOST:PORT/` or `wss://…` for this server.
     public var url: String {
@@ -74,6 +82,10 @@ public final class ServerStatistics: Sendable {
     public let messagesPushed = Atomic<Int>(0)
     public let chaosCloses = Atomic<Int>(0)
     public let protocolFailures = Atomic<Int>(0)
+    public let httpRequests = Atomic<Int>(0)
+    public let bytesServed = Atomic<Int>(0)
+    public let uploads = Atomic<Int>(0)
+    public let bytesUploaded = Atomic<Int>(0)
 
     /// A one-line summary for logs.
     public var summary: String {

@@ -65,6 +65,15 @@ public struct ServerConfiguration: Sendable {
     public var handshakeTimeout: Duration
     /// Called with each upgrade request (tests check headers the client sent). Runs on a loop thread.
     public var onHandshake: (@Sendable (HTTPRequestHead) -> Void)?
+    /// Where `/files/<name>` is served from; nil serves no files (only generated `/bytes/<size>`).
+    public var filesDirectory: String?
+    /// Where `/upload` stores what it receives; nil only digests it.
+    public var uploadDirectory: String?
+    /// The largest upload accepted (413 above it).
+    public var maximumUploadSize: Int64 = 64 * 1024 * 1024 * 1024
+    /// The largest `/bytes/<size>` served.
+    public var maximumGeneratedSize: Int64 = 1 << 40
+    public var httpChaos = HTTPChaosOptions()
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, tls: TLSContext? = nil, subprotocols: [String] = [],

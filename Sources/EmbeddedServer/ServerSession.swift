@@ -18,6 +18,8 @@ actor ServerSession {
     private var closeTimer: ScheduledTimer?
     /// Set when the client opened `/push`.
     private var push: PushStream?
+    /// A plain HTTP request (no upgrade) for ``HTTPService``, with the bytes read after its head.
+    private var httpRequest: (HTTPRequestHead, [UInt8])?
 
     init(tcp: TCPConnection, server: EmbeddedServer, random: SeededRandomNumberGenerator) {
         self.tcp = tcp
@@ -36,7 +38,14 @@ actor ServerSession {
             stream?.close()
             tcp.close()
         }
-        guard await upgrade() else { return }
+        guard await upgrade() else {
+            if let (request, leftover) = httpRequest, let stream {
+                httpRequest = nil
+                var service = HTTPService(server: server, stream: stream, tcp: tcp, loop: loop, random: random.split())
+                await service.serve(first: request, leftover: leftover)
+            }
+            return
+        }
         server.statistics.upgraded.add(1, ordering: .relaxed)
         server.statistics.active.add(1, ordering: .relaxed)
         defer { server.statistics.active.subtract(1, ordering: .relaxed) }
@@ -71,6 +80,11 @@ actor ServerSession {
             while true {
                 guard try await byteStream.read(into: &buffer, maxBytes: 16 * 1024) > 0 else { return false }
                 guard let (request, length) = try parser.parseRequest(buffer) else { continue }
+                if request.headers["Upgrade"] == nil && HTTPService.handles(request) {
+                    deadline.cancel()
+                    httpRequest = (request, Array(buffer[length...]))
+                    return false
+                }
                 configuration.onHandshake?(request)
                 push = PushStream(requestTarget: request.target)
                 switch WebSocketServerHandshake.respond(

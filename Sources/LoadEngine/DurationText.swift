@@ -57,3 +57,37 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
+
+/// Parses a byte count: `1048576`, `512k`/`512KiB`, `256M`/`256MiB`, `1G`/`1GiB` (binary units; `kB`, `MB`,
+/// `GB` are decimal). Nil for anything else or a value that does not fit.
+public func parseByteSize(_ text: String) -> Int64? {
+    let trimmed = text.filter { $0 != " " }
+    let digits = trimmed.prefix { $0.isNumber }
+    guard !digits.isEmpty, let value = Int64(digits) else { return nil }
+    let multiplier: Int64
+    switch trimmed.dropFirst(digits.count).lowercased() {
+    case "", "b": multiplier = 1
+    case "k", "kib": multiplier = 1 << 10
+    case "m", "mib": multiplier = 1 << 20
+    case "g", "gib": multiplier = 1 << 30
+    case "t", "tib": multiplier = 1 << 40
+    case "kb": multiplier = 1_000
+    case "mb": multiplier = 1_000_000
+    case "gb": multiplier = 1_000_000_000
+    default: return nil
+    }
+    let (result, overflow) = value.multipliedReportingOverflow(by: multiplier)
+    return overflow ? nil : result
+}
+
+/// `1.5 GiB`, `12.0 MiB`, `512 B`: binary units with one decimal.
+public func formatBytes(_ bytes: Int64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+    var value = Double(bytes)
+    var unit = 0
+    while value >= 1024 && unit < units.count - 1 {
+        value /= 1024
+        unit += 1
+    }
+    return unit == 0 ? "\(bytes) B" : "\((value * 10).rounded() / 10) \(units[unit])"
+}

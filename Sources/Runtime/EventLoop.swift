@@ -60,7 +60,12 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
     ///   - index: the position in the owning group, used in names and diagnostics.
     ///   - networkNamespace: a path such as `/run/netns/NAME`; the loop thread enters that network
     ///     namespace before running, so its sockets live there (tests build isolated hosts this way).
+    /// libuv writes with `write(2)`: a peer that closed first would raise SIGPIPE and kill the process
+    /// instead of failing the write with EPIPE.
+    private static let ignoreBrokenPipeSignal: Void = { signal(SIGPIPE, SIG_IGN) }()
+
     public init(index: Int = 0, networkNamespace: String? = nil) throws(RuntimeError) {
+        _ = Self.ignoreBrokenPipeSignal
         self.index = index
         uvLoop = allocateZeroed(uv_loop_t.self)
         asyncHandle = allocateZeroed(uv_async_t.self)

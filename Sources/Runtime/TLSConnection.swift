@@ -145,7 +145,7 @@ public final class TLSConnection: ByteStream {
         if let readFailure { throw readFailure }
         let limit = min(maxBytes, 16 * 1024)
         let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: limit))
+        resize(&buffer, to: start + limit)
         while true {
             ERR_clear_error()
             let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress! + start, Int32(limit)) }

@@ -10,16 +10,24 @@ struct UsageError: Error, CustomStringConvertible {
 struct Arguments {
     private var values: [String: [String]] = [:]
     private var flags: Set<String> = []
+    /// Arguments that are not options, in order (only when the command accepts them).
+    private(set) var positional: [String] = []
 
     /// - Parameters:
     ///   - valueOptions: options that take a value (without the leading dashes).
     ///   - flagOptions: options that take none.
-    init(_ arguments: [String], valueOptions: Set<String>, flagOptions: Set<String>) throws(UsageError) {
+    ///   - acceptsPositional: collect other arguments in ``positional`` instead of refusing them.
+    init(_ arguments: [String], valueOptions: Set<String>, flagOptions: Set<String>, acceptsPositional: Bool = false) throws(UsageError) {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
             guard argument.hasPrefix("--"), argument.count > 2 else {
-                throw UsageError("unexpected argument '\(argument)'")
+                guard acceptsPositional, !argument.hasPrefix("-") || argument == "-" else {
+                    throw UsageError("unexpected argument '\(argument)'")
+                }
+                positional.append(argument)
+                index += 1
+                continue
             }
             var name = String(argument.dropFirst(2))
             var inlineValue: String?
@@ -67,6 +75,14 @@ struct Arguments {
             throw UsageError("--\(name): \"\(text)\" is not a probability from 0 to 1")
         }
         return number
+    }
+
+    func byteSize(_ name: String) throws(UsageError) -> Int64? {
+        guard let text = value(name) else { return nil }
+        guard let size = parseByteSize(text) else {
+            throw UsageError("--\(name): \"\(text)\" is not a size (use 65536, 512k, 256MiB, 1G)")
+        }
+        return size
     }
 
     func duration(_ name: String) throws(UsageError) -> Duration? {

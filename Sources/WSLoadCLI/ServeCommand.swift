@@ -6,12 +6,15 @@ import WebSocket
 /// `wsload serve`: the embedded WebSocket echo server, with chaos options.
 enum ServeCommand: Subcommand {
     static let name = "serve"
-    static let summary = "Run the embedded WebSocket echo server (with chaos options)."
+    static let summary = "Run the embedded WebSocket echo and HTTP file server (with chaos options)."
     static let helpText = """
-        OVERVIEW: Run the embedded WebSocket echo server (with chaos options).
+        OVERVIEW: Run the embedded WebSocket echo and HTTP file server (with chaos options).
 
-        Echoes text as text and binary as binary, answers pings, negotiates permessage-deflate. Listens on
-        loopback unless told otherwise. Stops on SIGINT/SIGTERM (or after --duration) and prints counts.
+        Echoes text as text and binary as binary, answers pings, negotiates permessage-deflate. Requests that do
+        not upgrade get HTTP/1.1: GET|HEAD /bytes/<size>?seed=S (generated content), GET|HEAD /files/<name>
+        (from --files), PUT|POST /upload[/<name>] (digested; stored with --upload-dir). Single ranges, If-Range,
+        ETag, Last-Modified and keep-alive; per-request chaos with ?drop_after=N&throttle=BPS&fail_rate=P&ranges=0.
+        Listens on loopback unless told otherwise. Stops on SIGINT/SIGTERM (or after --duration) and prints counts.
 
         USAGE: wsload serve [options]
 
@@ -33,6 +36,13 @@ enum ServeCommand: Subcommand {
           --close-mode <mode>     close (close frame), drop (TCP FIN, no frame) or reset (RST). (default: close)
           --echo-delay <duration> Wait before each echo.
           --stop-reading          After the handshake, read nothing (a stalled server).
+          --files <dir>           Serve the files in this directory at /files/<name>.
+          --upload-dir <dir>      Store uploads here (otherwise they are only digested).
+          --http-drop-after <size>
+                                  Close HTTP responses after this many body bytes.
+          --http-throttle <size>  Send HTTP bodies at most this many bytes per second.
+          --http-fail-rate <p>    Answer HTTP requests 503 with probability p.
+          --http-no-ranges        Ignore Range headers (always 200 with the whole file).
           --seed <n>              Seed for chaos draws.
           --duration <duration>   Stop after this long.
           -h, --help              Show help information.
@@ -49,8 +59,9 @@ enum ServeCommand: Subcommand {
             parsed = try Arguments(
                 arguments,
                 valueOptions: ["host", "port", "loops", "subprotocol", "cert", "key", "write-certificate", "close-after",
-                               "close-probability", "close-code", "close-mode", "echo-delay", "seed", "duration"],
-                flagOptions: ["no-compression", "tls", "stop-reading"])
+                               "close-probability", "close-code", "close-mode", "echo-delay", "seed", "duration", "files", "upload-dir",
+                               "http-drop-after", "http-throttle", "http-fail-rate"],
+                flagOptions: ["no-compression", "tls", "stop-reading", "http-no-ranges"])
             loopCount = try parsed.integer("loops", in: 1...256) ?? EventLoopGroup.defaultLoopCount
             duration = try parsed.duration("duration")
             certificateOutput = parsed.value("write-certificate")
@@ -77,9 +88,18 @@ enum ServeCommand: Subcommand {
             if certificateOutput != nil && !parsed.has("tls") {
                 throw UsageError("--write-certificate needs --tls")
             }
-            configuration = ServerConfiguration(
+            var server = ServerConfiguration(
                 host: parsed.value("host") ?? "127.0.0.1", port: try parsed.integer("port", in: 0...65535) ?? 8765,
                 subprotocols: parsed.values("subprotocol"), isCompressionEnabled: !parsed.has("no-compression"), chaos: chaos)
+            for (option, directory) in [("files", parsed.value("files")), ("upload-dir", parsed.value("upload-dir"))] {
+                if let directory, !FileSystem.isDirectory(directory) { throw UsageError("--\(option): \(directory) is not a directory") }
+            }
+            server.filesDirectory = parsed.value("files")
+            server.uploadDirectory = parsed.value("upload-dir")
+            server.httpChaos = HTTPChaosOptions(
+                dropAfterBytes: try parsed.byteSize("http-drop-after"), throttleBytesPerSecond: try parsed.byteSize("http-throttle"),
+                errorRate: try parsed.fraction("http-fail-rate") ?? 0, ignoresRanges: parsed.has("http-no-ranges"))
+            configuration = server
         } catch {
             output.printError("Error: \(error)\nSee 'wsload serve --help'.")
             return .usage
@@ -124,7 +144,7 @@ enum ServeCommand: Subcommand {
             output.printError("Error: cannot listen on \(serverConfiguration.host):\(serverConfiguration.port): \(error)")
             return .failure
         }
-        output.print("wsload serve: listening on \(server.url) (\(group.loops.count) loops)")
+        output.print("wsload serve: listening on \(server.url) and \(server.httpURL)/ (\(group.loops.count) loops)")
         let stopSignal = try? await withShutdownSignals(on: group.loops[0]) { shutdown -> Int32? in
             await withTaskGroup(of: Int32?.self) { tasks in
                 tasks.addTask(executorPreference: server.taskExecutor) { await server.run(); return nil }

@@ -130,8 +130,9 @@ public actor DownloadTask {
         self.onCheckpoint = onCheckpoint
         self.checkpointInterval = checkpointInterval
         url = request.url
-        if let resumeData, let resumeURL = try? HTTPURL(resumeData.url) {
-            url = resumeURL
+        // The request's URL, not the one in the resume data: redirects are followed again, and the
+        // validators (If-Range) decide whether the bytes on disk still belong to what it names.
+        if let resumeData {
             validators = resumeData.validators
             totalLength = resumeData.totalLength
             plan = resumeData.segments
@@ -319,18 +320,22 @@ public actor DownloadTask {
     /// One connection's loop: take a pending segment, fetch it (retrying), repeat.
     private func work(startingWith opened: (segment: Int, connection: HTTPClientConnection, head: HTTPResponseHead, framing: HTTPBodyFraming)?) async throws {
         var connection: HTTPClientConnection?
-        if let opened {
-            try await receive(segment: opened.segment, from: opened.connection, head: opened.head, framing: opened.framing)
-            connection = opened.connection.isReusable ? opened.connection : nil
-            if connection == nil { release(opened.connection) }
-        }
+        var opened = opened
+        if let first = opened { pending.insert(first.segment, at: 0) }
         while let segment = pending.first {
             pending.removeFirst()
             var attempt = 0
             var previousDelay: Duration?
             while !plan[segment].isComplete {
                 do {
-                    try await fetch(segment: segment, reusing: &connection)
+                    if let first = opened {
+                        opened = nil
+                        // The probe's response: read this segment's share of it, then go on with ranged requests.
+                        try await receive(segment: first.segment, from: first.connection, head: first.head, framing: first.framing)
+                        if first.connection.isReusable { connection = first.connection } else { release(first.connection) }
+                    } else {
+                        try await fetch(segment: segment, reusing: &connection)
+                    }
                 } catch let error as RestartNeeded {
                     throw error
                 } catch {

@@ -119,9 +119,15 @@ public final class HTTPClientConnection: @unchecked Sendable {
         var paced: Int64 = 0
         while true {
             if !buffer.isEmpty {
-                let progress = try decoder.decode(buffer[...]) { bytes in
-                    guard !isAbandoned else { return }
-                    if try !sink(bytes) { isAbandoned = true }
+                let progress: HTTPBodyDecoder.Progress
+                do {
+                    progress = try decoder.decode(buffer[...]) { bytes in
+                        guard !isAbandoned else { return }
+                        if try !sink(bytes) { isAbandoned = true }
+                    }
+                } catch let error as HTTPParseError {
+                    isReusable = false
+                    throw TransferError(.httpProtocol, "response body from \(origin), byte \(error.offset): \(error.reason)")
                 }
                 switch progress {
                 case .complete(let consumed):
@@ -144,7 +150,8 @@ public final class HTTPClientConnection: @unchecked Sendable {
                 do {
                     try decoder.finish()
                 } catch {
-                    throw TransferError(TransferError.Code.network, "\(error)", runtimeCode: RuntimeError.Code.endOfStream.name)
+                    throw TransferError(TransferError.Code.network, "response body from \(origin), byte \(error.offset): \(error.reason)",
+                                        runtimeCode: RuntimeError.Code.endOfStream.name)
                 }
                 return decoder.bodyBytes
             }

@@ -147,6 +147,11 @@ public struct MultipartForm: Sendable {
     public struct Field: Sendable {
         public var name: String
         public var value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     public var fields: [Field] = []

@@ -190,8 +190,15 @@ public actor DownloadTask {
             var failure = isResourceTimedOut
                 ? TransferError(.resourceTimeout, "the download did not finish within \(configuration.resourceTimeout)")
                 : TransferError.from(error, doing: "download of \(request.url)")
-            if failure.code != .digestMismatch && failure.code != .lengthMismatch && !plan.isEmpty { failure.resumeData = resumeData }
-            try? part?.synchronizeIfDurable(configuration.isDurable)
+            if failure.code != .digestMismatch && failure.code != .lengthMismatch && bytesWritten > 0 {
+                failure.resumeData = resumeData
+                try? part?.synchronizeIfDurable(configuration.isDurable)
+            } else {
+                // Nothing worth resuming (or bytes that are wrong): leave no partial file behind.
+                part?.close()
+                part = nil
+                try? FileSystem.remove(request.partPath)
+            }
             throw failure
         }
     }

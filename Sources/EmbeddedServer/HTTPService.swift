@@ -88,12 +88,6 @@ struct HTTPService {
     /// What the last stored upload digests to, for tests.
     var configuration: ServerConfiguration { server.configuration }
 
-    /// Routes the server answers over plain HTTP.
-    static func handles(_ request: HTTPRequestHead) -> Bool {
-        let path = request.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
-        return path.hasPrefix("/bytes/") || path.hasPrefix("/files/") || path == "/upload" || path.hasPrefix("/upload/")
-    }
-
     /// Serves `first` and any further requests on the connection until it closes.
     mutating func serve(first: HTTPRequestHead, leftover: [UInt8]) async {
         var buffer = leftover
@@ -153,6 +147,12 @@ struct HTTPService {
                 return keepAlive
             }
             return try await receiveUpload(request, name: String(path.dropFirst("/upload".count).drop { $0 == "/" }), buffer: &buffer)
+        }
+        guard path.hasPrefix("/bytes/") || path.hasPrefix("/files/") else {
+            try await discardBody(of: request, buffer: &buffer)
+            try await sendSimple(404, "Not Found", "no such route: GET|HEAD /bytes/<size>, /files/<name>; PUT|POST /upload\n",
+                                 keepAlive: keepAlive)
+            return keepAlive
         }
         guard request.method == "GET" || request.method == "HEAD" else {
             try await discardBody(of: request, buffer: &buffer)

@@ -80,7 +80,7 @@ actor ServerSession {
             while true {
                 guard try await byteStream.read(into: &buffer, maxBytes: 16 * 1024) > 0 else { return false }
                 guard let (request, length) = try parser.parseRequest(buffer) else { continue }
-                if request.headers["Upgrade"] == nil && HTTPService.handles(request) {
+                if request.headers["Upgrade"] == nil {
                     deadline.cancel()
                     httpRequest = (request, Array(buffer[length...]))
                     return false

@@ -296,3 +296,163 @@ struct UploadTests {
         }
     }
 }
+
+@Suite("Downloads from nginx")
+struct NginxDownloadTests {
+    @Test("a 256 MiB file from nginx: single stream, 4 and 16 segments, byte-identical; a resume after a cut")
+    func nginxDownloads() async throws {
+        let scratch = try TransferScratch()
+        try FileManager.default.createDirectory(atPath: scratch.file("root"), withIntermediateDirectories: true)
+        let size: Int64 = 256 << 20
+        let digest = try scratch.writePattern("root/big.bin", size: size, seed: 11)
+        let nginx = try NginxServer(root: scratch.file("root"))
+        defer { nginx.stop() }
+        try await withLoopGroup { group in
+            let loop = group.loops[0]
+            for segments in [1, 4, 16] {
+                let destination = scratch.file("copy-\(segments).bin")
+                let result = try await download("\(nginx.url)/big.bin", to: destination, segments: segments, expected: digest, loop: loop)
+                #expect(result.segments == segments && result.bytesTransferred == size && !result.isRangeFallback)
+                #expect(result.statuses[segments == 1 ? 200 : 206] == segments)
+                try FileManager.default.removeItem(atPath: destination)
+            }
+            // A resume from nginx: keep the first 100 MB of a partial file, then continue with If-Range.
+            let part = scratch.file("resumed.bin.wsload-part")
+            let source = try DataFile.open(scratch.file("root/big.bin"), mode: .read)
+            let output = try DataFile.open(part, mode: .createNew)
+            var buffer: [UInt8] = []
+            for offset in stride(from: Int64(0), to: 100_000_000, by: 4_000_000) {
+                try source.read(into: &buffer, count: 4_000_000, at: offset)
+                try output.write(buffer[...], at: offset)
+            }
+            source.close()
+            output.close()
+            // The validators nginx sends for the file (what a first attempt would have recorded).
+            let head = try await onLoop(loop) { () -> HTTPResponseHead in
+                let connection = try await HTTPClientConnection.connect(to: try HTTPURL(nginx.url), configuration: .init(), on: loop)
+                defer { connection.close() }
+                try await connection.send(connection.requestHead(method: "HEAD", url: try HTTPURL("\(nginx.url)/big.bin")))
+                return try await connection.readResponseHead()
+            }
+            let resume = ResumeData(url: "\(nginx.url)/big.bin", destination: scratch.file("resumed.bin"), partPath: part,
+                                    validators: Validators(headers: head.headers), totalLength: size,
+                                    segments: [SegmentProgress(first: 0, last: size - 1, received: 100_000_000)])
+            #expect(resume.validators.entityTag != nil)
+            let result = try await download("\(nginx.url)/big.bin", to: scratch.file("resumed.bin"), expected: digest,
+                                            resumeData: resume, loop: loop)
+            #expect(result.bytesTransferred == size - 100_000_000 && result.statuses == [206: 1] && result.isResumed)
+        }
+        #expect(scratch.contents == ["resumed.bin", "root"])
+    }
+}
+
+/// A server that answers every request on every connection with `respond(request)` and then closes (or
+/// stalls when the response is nil), for hostile-response tests.
+private func withCannedServer<T: Sendable>(
+    on loop: EventLoop, respond: @escaping @Sendable (HTTPRequestHead) -> [UInt8]?, _ body: @Sendable (String) async throws -> T
+) async throws -> T {
+    let listener = try await loop.submit { try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop) }
+    let server = Task(executorPreference: loop.taskExecutor) {
+        await withDiscardingTaskGroup { connections in
+            while let connection = try? await listener.accept() {
+                connections.addTask(executorPreference: loop.taskExecutor) {
+                    defer { connection.close() }
+                    var parser = HTTPHeadParser()
+                    var buffer: [UInt8] = []
+                    while let count = try? await connection.read(into: &buffer), count > 0 {
+                        guard let (request, _) = try? parser.parseRequest(buffer) else { continue }
+                        guard let response = respond(request) else {
+                            try? await loop.sleep(for: .seconds(10))
+                            return
+                        }
+                        try? await connection.write(response)
+                        return
+                    }
+                }
+            }
+        }
+    }
+    defer {
+        listener.close()
+        server.cancel()
+    }
+    let result = try await body("http://127.0.0.1:\(listener.localAddress.port)")
+    server.cancel()
+    listener.close()
+    await server.value
+    return result
+}
+
+@Suite("Hostile HTTP servers")
+struct HostileTransferTests {
+    @Test("hostile responses fail cleanly with a stable code and leave no file at the destination", arguments: [
+        ("HTTP/1.1 200 OK\r\nX-Huge: " + String(repeating: "a", count: 100_000) + "\r\n\r\n", 1, "http_protocol", "exceeds"),
+        ("HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello", 1, "http_protocol", "Content-Length"),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nhello", 1, "http_protocol", "63-bit"),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\nabc", 1, "http_protocol", "conflicting"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 1, "http_protocol", "chunk size"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n", 1, "http_protocol", "too large"),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this", 1, "eof", "91 of the body's bytes missing"),
+        ("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 5-9/10\r\nContent-Length: 5\r\n\r\nhello", 2, "content_range_mismatch", "got bytes 5-9/10"),
+        ("HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-9/10\r\nContent-Length: 4\r\n\r\nhell", 2, "content_range_mismatch", "Content-Length 4"),
+        ("HTTP/1.1 206 Partial Content\r\nContent-Length: 4\r\n\r\nhell", 2, "content_range_mismatch", "without a valid Content-Range"),
+        ("HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot here\n", 1, "http_status", "404"),
+        ("HTTP/1.1 302 Found\r\nLocation: /again\r\nContent-Length: 0\r\n\r\n", 1, "too_many_redirects", "more than 5 redirects"),
+        ("HTTP/1.1 302 Found\r\nLocation: ftp://elsewhere/\r\nContent-Length: 0\r\n\r\n", 1, "http_status", "leaves http"),
+        ("HTTP/9.9 200 OK\r\n\r\n", 1, "http_protocol", "not HTTP/1.x"),
+    ])
+    func hostile(response: String, segments: Int, code: String, detail: String) async throws {
+        let scratch = try TransferScratch()
+        let failure = try await withLoopGroup { group in
+            let loop = group.loops[0]
+            return try await withCannedServer(on: loop, respond: { _ in Array(response.utf8) }) { url in
+                try await failedDownload(url + "/file", to: scratch.file("f"), segments: segments, loop: loop)
+            }
+        }
+        #expect(failure.metricCode == code, "\(failure)")
+        #expect(failure.detail.contains(detail), "\(failure)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("f")))
+    }
+
+    @Test("a server that stalls after the head fails with timeout after the request timeout")
+    func stall() async throws {
+        let scratch = try TransferScratch()
+        let failure = try await withLoopGroup { group in
+            let loop = group.loops[0]
+            return try await withCannedServer(on: loop, respond: { _ in nil }) { url in
+                try await failedDownload(url + "/file", to: scratch.file("f"), configuration: TransferConfiguration(
+                    requestTimeout: .milliseconds(300), retry: ReconnectPolicy(maximumAttempts: 0)), loop: loop)
+            }
+        }
+        #expect(failure.metricCode == "timeout", "\(failure)")
+    }
+
+    @Test("redirects are followed to the file (relative Location), and the request sent carries no token in reports")
+    func redirect() async throws {
+        let scratch = try TransferScratch()
+        let seen = RequestLog()
+        let result = try await withLoopGroup { group in
+            let loop = group.loops[0]
+            return try await withCannedServer(on: loop, respond: { request in
+                seen.append(request)
+                if request.target == "/start" { return Array("HTTP/1.1 301 Moved\r\nLocation: file\r\nContent-Length: 0\r\n\r\n".utf8) }
+                return Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nETag: \"x\"\r\n\r\nhello".utf8)
+            }) { url in
+                try await download(url + "/start", to: scratch.file("f"), configuration: TransferConfiguration(bearerToken: "s3cret"),
+                                   loop: loop)
+            }
+        }
+        #expect(result.length == 5 && result.statuses == [301: 1, 200: 1])
+        #expect(seen.targets == ["/start", "/file"])
+        #expect(seen.authorization == ["Bearer s3cret", "Bearer s3cret"])
+        #expect(try String(contentsOfFile: scratch.file("f"), encoding: .utf8) == "hello")
+    }
+}
+
+final class RequestLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var requests: [HTTPRequestHead] = []
+    func append(_ request: HTTPRequestHead) { lock.withLock { requests.append(request) } }
+    var targets: [String] { lock.withLock { requests.map(\.target) } }
+    var authorization: [String] { lock.withLock { requests.compactMap { $0.headers["Authorization"] } } }
+}

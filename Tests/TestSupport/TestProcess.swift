@@ -33,6 +33,15 @@ public enum TestProcess {
 extension TestProcess {
     /// Runs `arguments` to completion; returns stdout and stderr (a non-zero exit throws with stderr).
     public static func runCapturingErrors(_ arguments: [String]) throws -> (output: String, errors: String) {
+        let result = try runWithStatus(arguments)
+        guard result.status == 0 else {
+            throw Failure(description: "\(arguments.joined(separator: " ")) failed: \(result.errors)")
+        }
+        return (result.output, result.errors)
+    }
+
+    /// Runs `arguments` to completion; returns the exit status, stdout and stderr.
+    public static func runWithStatus(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
@@ -52,10 +61,14 @@ extension TestProcess {
         process.waitUntilExit()
         done.wait()
         let stderr = String(decoding: errorData.withLock { $0 }, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "\(arguments.joined(separator: " ")) failed: \(stderr)")
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), stderr)
+    }
+
+    /// ``runWithStatus(_:)`` on a thread of its own (see ``runOffPool(_:)``).
+    public static func runWithStatusOffPool(_ arguments: [String]) async throws -> (status: Int32, output: String, errors: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runWithStatus(arguments) }) }.start()
         }
-        return (String(decoding: stdout, as: UTF8.self), stderr)
     }
 }
 

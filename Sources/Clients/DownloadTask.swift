@@ -89,6 +89,8 @@ public actor DownloadTask {
     private let onProgress: (@Sendable (DownloadProgress) -> Void)?
     private let onCheckpoint: (@Sendable (ResumeData) -> Void)?
     private let checkpointInterval: Duration
+    /// Simulated interruption: stop once this share of the file is on disk (see `init`).
+    private let interruptAt: Double?
 
     private var url: HTTPURL
     private var validators = Validators()
@@ -118,11 +120,14 @@ public actor DownloadTask {
     ///   - resumeData: continue an earlier attempt (`downloadTask(withResumeData:)`).
     ///   - onProgress: called on the loop after each write.
     ///   - onCheckpoint: called with fresh resume data at most every `checkpointInterval` (for a journal).
+    ///   - interruptAt: for load simulations: once this share (0–1) of the file is on disk, stop exactly
+    ///     there, as if the process were killed, and fail with `cancelled` and resume data.
     public init(
         request: DownloadRequest, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop,
-        resumeData: ResumeData? = nil, checkpointInterval: Duration = .milliseconds(500),
+        resumeData: ResumeData? = nil, checkpointInterval: Duration = .milliseconds(500), interruptAt: Double? = nil,
         onProgress: (@Sendable (DownloadProgress) -> Void)? = nil, onCheckpoint: (@Sendable (ResumeData) -> Void)? = nil
     ) {
+        self.interruptAt = interruptAt
         self.loop = loop
         self.request = request
         self.configuration = configuration
@@ -143,6 +148,9 @@ public actor DownloadTask {
 
     /// Body bytes received so far by this run.
     public var transferredBytes: Int64 { bytesTransferred }
+
+    /// Final response statuses so far, by code (also after a failure).
+    public var responseStatuses: [Int: Int] { statuses }
 
     /// The current resume data (what a failure would hand back).
     public var resumeData: ResumeData {
@@ -270,7 +278,7 @@ public actor DownloadTask {
         let isSplitting = request.segments > 1
         var headers = HTTPHeaders()
         if isSplitting { headers.add(name: "Range", value: RangeRequest.from(0).headerValue) }
-        let (connection, head) = try await open(headers: headers, isFirst: true)
+        let (connection, head) = try await open(headers: headers)
         validators = Validators(headers: head.headers)
         let framing = try HTTPBodyFraming(response: head, requestMethod: "GET")
         switch head.status {
@@ -365,7 +373,7 @@ public actor DownloadTask {
         let rangeRequest: RangeRequest = progress.last.map { .closed(first: progress.nextOffset, last: $0) } ?? .from(progress.nextOffset)
         var headers: HTTPHeaders = ["Range": rangeRequest.headerValue]
         if let ifRange = validators.ifRangeValue { headers.add(name: "If-Range", value: ifRange) }
-        let (opened, head) = try await open(headers: headers, isFirst: false, reusing: connection)
+        let (opened, head) = try await open(headers: headers, reusing: connection)
         connection = nil
         let framing = try HTTPBodyFraming(response: head, requestMethod: "GET")
         switch head.status {
@@ -417,6 +425,14 @@ public actor DownloadTask {
                 if room <= 0 { return false }
                 if Int64(slice.count) > room { slice = slice.prefix(Int(room)) }
             }
+            var isInterrupted = false
+            if let share = interruptAt, let total = totalLength {
+                let cut = Int64(Double(total) * share)
+                if bytesWritten + Int64(slice.count) >= cut {
+                    slice = slice.prefix(Int(max(0, cut - bytesWritten)))
+                    isInterrupted = true
+                }
+            }
             try part.write(slice, at: progress.nextOffset)
             hasher?.update(slice)
             plan[segment].received += Int64(slice.count)
@@ -429,6 +445,7 @@ public actor DownloadTask {
                 try part.synchronizeIfDurable(configuration.isDurable)
                 onCheckpoint(resumeData)
             }
+            if isInterrupted { throw TransferError(.cancelled, "interrupted on purpose at byte \(bytesWritten)") }
             return !plan[segment].isComplete || plan[segment].last == nil
         }
         if plan[segment].last == nil {
@@ -443,7 +460,7 @@ public actor DownloadTask {
     }
 
     /// Sends a GET (following redirects) and returns a 2xx or 416 response whose body is still unread.
-    private func open(headers: HTTPHeaders, isFirst: Bool, reusing reused: HTTPClientConnection? = nil) async throws -> (HTTPClientConnection, HTTPResponseHead) {
+    private func open(headers: HTTPHeaders, reusing reused: HTTPClientConnection? = nil) async throws -> (HTTPClientConnection, HTTPResponseHead) {
         var target = url
         var reused = reused
         for _ in 0...configuration.maximumRedirects {
@@ -461,7 +478,7 @@ public actor DownloadTask {
             let sent = LoopClock().now
             try await connection.send(connection.requestHead(method: "GET", url: target, headers: headers))
             let head = try await connection.readResponseHead()
-            if isFirst && timeToFirstByte == nil { timeToFirstByte = sent.duration(to: LoopClock().now) }
+            if timeToFirstByte == nil { timeToFirstByte = sent.duration(to: LoopClock().now) }
             statuses[head.status, default: 0] += 1
             let framing = try HTTPBodyFraming(response: head, requestMethod: "GET")
             switch head.status {

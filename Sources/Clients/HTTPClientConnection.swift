@@ -175,7 +175,9 @@ public final class HTTPClientConnection: @unchecked Sendable {
     }
 
     private func readMore() async throws -> Int {
-        try await guarded { try await stream.read(into: &buffer, maxBytes: 256 * 1024) }
+        // A read that finds data already buffered does not suspend, so it would not notice cancellation.
+        try Task.checkCancellation()
+        return try await guarded { try await stream.read(into: &buffer, maxBytes: 256 * 1024) }
     }
 
     /// Runs an I/O step under the request-timeout watchdog and marks the connection broken on failure.

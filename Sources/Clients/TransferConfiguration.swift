@@ -113,7 +113,7 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Classifies any error thrown below a transfer.
-    static func from(_ error: any Error, doing what: String) -> TransferError {
+    public static func from(_ error: any Error, doing what: String) -> TransferError {
         switch error {
         case let error as TransferError: return error
         case is CancellationError: return TransferError(.cancelled, "\(what) was cancelled")

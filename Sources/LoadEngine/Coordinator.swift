@@ -121,13 +121,24 @@ struct Coordinator {
                 nextID += 1
                 let loopIndex = id % loops.count
                 let loop = loops[loopIndex]
-                let user = VirtualUser(
-                    id: id, plan: plan, loop: loop, recorder: recorders[index][loopIndex], latch: latches[loopIndex],
-                    ledger: ledgers[loopIndex], faults: faults, random: random.split())
                 active[index].append(id)
                 everStarted[index] += 1
                 launched += 1
                 let finished = self.finished
+                if plan.transfer != nil {
+                    let user = TransferUser(
+                        id: id, plan: plan, loop: loop, recorder: recorders[index][loopIndex], latch: latches[loopIndex],
+                        ledger: ledgers[loopIndex], faults: faults, random: random.split())
+                    connections.addTask(executorPreference: loop.taskExecutor) {
+                        var user = user
+                        await user.run()
+                        finished.increment()
+                    }
+                    continue
+                }
+                let user = VirtualUser(
+                    id: id, plan: plan, loop: loop, recorder: recorders[index][loopIndex], latch: latches[loopIndex],
+                    ledger: ledgers[loopIndex], faults: faults, random: random.split())
                 connections.addTask(executorPreference: loop.taskExecutor) {
                     var user = user
                     await user.run()

@@ -20,6 +20,12 @@ public enum Invariant: String, Sendable, CaseIterable {
     case messageSequence = "messages.in_sequence"
     /// After the run every connection's task has ended and every runtime handle is closed.
     case cancellation = "cancellation.all_ended_and_closed"
+    /// Each transfer task's completion is delivered exactly once.
+    case transferCompletedOnce = "transfer.completed_once"
+    /// A finished download (resumed or not) has the expected SHA-256.
+    case transferDigest = "transfer.digest_identical"
+    /// No partial or temporary transfer file is left behind once a task ended (and none after the run).
+    case transferNoTemporaryFiles = "transfer.no_temporary_files"
 }
 
 /// Switches that break wsload on purpose, for tests that prove each checker fires. All off in real runs;
@@ -35,6 +41,11 @@ public struct FaultSwitches: Sendable, Equatable {
     public var dropOneEchoMessage = false
     /// Leave one runtime handle open after the run.
     public var leakHandle = false
+    /// Deliver the first transfer's completion twice (the reference's "call the handler exactly once" gotcha).
+    public var deliverCompletionTwice = false
+    /// After an interruption, start the download over under a new name instead of resuming, forgetting the
+    /// partial file of the first attempt.
+    public var forgetPartialFile = false
 
     public init() {}
 }
@@ -90,6 +101,9 @@ extension Invariant {
         case .connectedAfterHandshake: 5
         case .messageSequence: 6
         case .cancellation: 7
+        case .transferCompletedOnce: 8
+        case .transferDigest: 9
+        case .transferNoTemporaryFiles: 10
         }
     }
 }

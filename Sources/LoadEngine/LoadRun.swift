@@ -115,7 +115,10 @@ public struct LoadRun: Sendable {
         var random = SeededRandomNumberGenerator(seed: seed)
         let token = try resolveToken()
         let loopCount = profile.loops ?? EventLoopGroup.defaultLoopCount
-        let neededFiles = profile.scenarios.reduce(0) { $0 + $1.websocket.connections } * (profile.target == .embedded ? 2 : 1)
+        let neededFiles = profile.scenarios.reduce(0) { total, scenario in
+            let perSlot = scenario.transfer.map { $0.connectionsPerTransfer ?? $0.segments } ?? 1
+            return total + scenario.websocket.connections * perSlot
+        } * (profile.target == .embedded ? 2 : 1)
         let openFiles = ResourceLimits.raiseOpenFileLimit()
         if neededFiles + 64 > openFiles {
             throw LoadRunError(description: "the profile needs about \(neededFiles) sockets but this process may open "
@@ -142,13 +145,19 @@ public struct LoadRun: Sendable {
             throw LoadRunError(description: "could not start the embedded server: \(error)")
         }
         let plans: [ScenarioPlan]
+        var scratchDirectories: [String] = []
         do {
-            plans = try makePlans(profile, baseURL: baseURL, token: token, random: &random)
+            let origin = server.map(\.httpURL) ?? (baseURL.isSecure ? "https://" : "http://") + baseURL.description
+                .dropFirst(baseURL.isSecure ? 6 : 5).prefix { $0 != "/" }
+            plans = try makePlans(profile, baseURL: baseURL, httpOrigin: origin, isEmbedded: server != nil, token: token,
+                                  seed: seed, random: &random, scratch: &scratchDirectories)
         } catch {
+            for directory in scratchDirectories { try? FileManager.default.removeItem(atPath: directory) }
             _ = group.shutdown()
             _ = serverGroup?.shutdown()
             throw error
         }
+        defer { for directory in scratchDirectories { try? FileManager.default.removeItem(atPath: directory) } }
         // The coordinator gets a thread of its own: ramps, gathers, progress and aborts keep their pace
         // even when the global pool is busy (or blocked by whatever else shares the process).
         let control: EventLoop
@@ -179,6 +188,7 @@ public struct LoadRun: Sendable {
         final.liveHandlesAfterStop = group.liveHandleCount
         final.waitingTasksAfterStop = group.waitingTaskCount
         leak?.cancel()
+        checkNoTemporaryFiles(plans, into: &final.invariants)
         let isClean = final.liveHandlesAfterStop == 0 && final.waitingTasksAfterStop == 0
         final.invariants.checked[Invariant.cancellation.rawValue, default: 0] += 1
         if !isClean {
@@ -223,8 +233,113 @@ public struct LoadRun: Sendable {
         }
     }
 
+    /// After the run: no partial download or temporary file may be left in any transfer directory.
+    private func checkNoTemporaryFiles(_ plans: [ScenarioPlan], into invariants: inout InvariantReport) {
+        var seen: Set<String> = []
+        for plan in plans {
+            guard let transfer = plan.transfer, seen.insert(transfer.directory).inserted else { continue }
+            let name = Invariant.transferNoTemporaryFiles.rawValue
+            invariants.checked[name, default: 0] += 1
+            let leftovers = (FileSystem.contents(of: transfer.directory) ?? []).filter {
+                $0.hasSuffix(".wsload-part") || $0.hasSuffix(".tmp")
+            }
+            guard !leftovers.isEmpty else { continue }
+            invariants.violations[name, default: 0] += UInt64(leftovers.count)
+            invariants.examples[name, default: []].append(.init(
+                actor: -1, scenario: plan.scenario.name,
+                detail: "\(leftovers.count) temporary files left in \(transfer.directory) after the run: "
+                    + leftovers.prefix(3).joined(separator: ", "), history: []))
+        }
+    }
+
+    /// The transfer side of a download or upload scenario: the URL, a directory, the expected digest, the
+    /// file to upload.
+    private func makeTransferPlan(
+        _ scenario: Scenario, index: Int, httpOrigin: String, isEmbedded: Bool, token: String?, seed: UInt64,
+        scratch: inout [String]
+    ) throws -> TransferPlan {
+        let transfer = scenario.transfer!
+        let path = "scenarios[\(index)].transfer"
+        var urlText: String
+        var expected = transfer.sha256
+        if let url = transfer.url {
+            urlText = url
+        } else if let requestPath = transfer.path {
+            urlText = httpOrigin + requestPath
+        } else if scenario.kind == .download, let size = transfer.size {
+            let contentSeed = seed &+ UInt64(index)
+            urlText = httpOrigin + "/bytes/\(size)?seed=\(contentSeed)"
+            expected = PatternContent.sha256(size: size, seed: contentSeed)
+        } else {
+            urlText = httpOrigin + "/upload"
+        }
+        if let token, case .query(let name)? = profile.authentication?.placement {
+            urlText += (urlText.contains("?") ? "&" : "?") + "\(name)=\(token)"
+        }
+        guard let url = try? HTTPURL(urlText) else { throw LoadRunError(description: "\(path): \"\(urlText)\" is not an http(s) URL") }
+        var configuration = TransferConfiguration()
+        if url.isSecure || profile.tls.caFile != nil || profile.tls.isInsecure {
+            do {
+                configuration.tls = try TLSContext(role: .client, configuration: TLSConfiguration(
+                    caFile: profile.tls.caFile, isInsecure: profile.tls.isInsecure))
+            } catch {
+                throw LoadRunError(description: "tls: \(error)")
+            }
+        }
+        configuration.serverName = profile.tls.serverName
+        for (name, value) in profile.headers { configuration.headers.add(name: name, value: value) }
+        if let token, let authentication = profile.authentication {
+            switch authentication.placement {
+            case .bearer: configuration.bearerToken = token
+            case .header(let name): configuration.headers.add(name: name, value: token)
+            case .query: break
+            }
+        }
+        configuration.requestTimeout = transfer.requestTimeout
+        if let retry = transfer.retry { configuration.retry = retry }
+        configuration.bandwidthLimit = transfer.bandwidthLimit
+        let directory: String
+        if let chosen = transfer.directory {
+            do {
+                try FileSystem.createDirectories(chosen)
+            } catch {
+                throw LoadRunError(description: "\(path).directory: \(error)")
+            }
+            directory = chosen
+        } else {
+            directory = NSTemporaryDirectory() + "wsload-run-\(getpid())-\(index)-\(UInt32.random(in: 0...UInt32.max))"
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            scratch.append(directory)
+        }
+        var uploadFile = transfer.file
+        if scenario.kind == .upload, uploadFile == nil, let size = transfer.size {
+            let file = directory + "/upload-\(size).bin"
+            do {
+                let output = try DataFile.open(file, mode: .createNew)
+                var buffer: [UInt8] = []
+                var offset: Int64 = 0
+                while offset < size {
+                    let count = Int(min(1 << 20, size - offset))
+                    PatternContent.fill(&buffer, count: count, offset: offset, seed: seed &+ UInt64(index))
+                    try output.write(buffer[...], at: offset)
+                    offset += Int64(count)
+                }
+                output.close()
+            } catch {
+                throw LoadRunError(description: "\(path).size: cannot write the upload file \(file): \(error)")
+            }
+            uploadFile = file
+        }
+        if let uploadFile, FileSystem.status(of: uploadFile) == nil {
+            throw LoadRunError(description: "\(path).file: \(uploadFile) is not a readable file")
+        }
+        return TransferPlan(kind: scenario.kind, scenario: transfer, url: url, configuration: configuration, directory: directory,
+                            expectedDigest: expected, uploadFile: uploadFile)
+    }
+
     private func makePlans(
-        _ profile: Profile, baseURL: WebSocketURL, token: String?, random: inout SeededRandomNumberGenerator
+        _ profile: Profile, baseURL: WebSocketURL, httpOrigin: String, isEmbedded: Bool, token: String?, seed: UInt64,
+        random: inout SeededRandomNumberGenerator, scratch: inout [String]
     ) throws -> [ScenarioPlan] {
         var tlsContext: TLSContext?
         if baseURL.isSecure {
@@ -240,7 +355,13 @@ public struct LoadRun: Sendable {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
         var filler = [UInt8](repeating: 0, count: max(largest, 2 * EchoPayload.headerSize))
         for index in filler.indices { filler[index] = alphabet[Int(random.next() % UInt64(alphabet.count))] }
-        return profile.scenarios.enumerated().map { index, scenario in
+        return try profile.scenarios.enumerated().map { index, scenario in
+            if scenario.kind != .websocket {
+                let transfer = try makeTransferPlan(scenario, index: index, httpOrigin: httpOrigin, isEmbedded: isEmbedded,
+                                                    token: token, seed: seed, scratch: &scratch)
+                return ScenarioPlan(index: index, scenario: scenario, url: baseURL, configuration: .init(), filler: [],
+                                    transfer: transfer)
+            }
             var url = baseURL
             if let path = scenario.websocket.path { url.target = path }
             var configuration = WebSocketClientConfiguration()

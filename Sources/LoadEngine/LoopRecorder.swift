@@ -12,6 +12,10 @@ final class LoopRecorder: @unchecked Sendable {
     var pingRoundTrip = Histogram()
     var reconnectRecovery = Histogram()
     var messageGap = Histogram()
+    var timeToFirstByte = Histogram()
+    var transferDuration = Histogram()
+    /// KiB per second, one sample per transfer.
+    var throughput = Histogram()
 
     var connectAttempts: UInt64 = 0
     var connectionsOpened: UInt64 = 0
@@ -24,6 +28,16 @@ final class LoopRecorder: @unchecked Sendable {
     var messagesDropped: UInt64 = 0
     var messagesScheduled: UInt64 = 0
     var messagesMissed: UInt64 = 0
+    var transfersStarted: UInt64 = 0
+    var transfersCompleted: UInt64 = 0
+    var transfersFailed: UInt64 = 0
+    var transferRetries: UInt64 = 0
+    var transferResumes: UInt64 = 0
+    var transferRestarts: UInt64 = 0
+    var transferBytesReceived: UInt64 = 0
+    var transferBytesSent: UInt64 = 0
+    /// Final HTTP response statuses (`http.status.<code>` counters).
+    var statuses: [Int: UInt64] = [:]
     var disconnects: [UInt16: UInt64] = [:]
     var errors: [String: UInt64] = [:]
     /// Connections open now (a gauge: never reset).
@@ -38,6 +52,7 @@ final class LoopRecorder: @unchecked Sendable {
             ("ws.connect", \.connect), ("ws.tls_handshake", \.tlsHandshake), ("ws.upgrade", \.upgrade),
             ("ws.message_rtt", \.messageRoundTrip), ("ws.ping_rtt", \.pingRoundTrip),
             ("ws.reconnect_recovery", \.reconnectRecovery), ("ws.message_gap", \.messageGap),
+            ("http.ttfb", \.timeToFirstByte), ("http.transfer_duration", \.transferDuration), ("http.throughput", \.throughput),
         ]
         for (name, keyPath) in histograms where self[keyPath: keyPath].totalCount > 0 {
             metrics.histograms[name] = self[keyPath: keyPath]
@@ -49,11 +64,17 @@ final class LoopRecorder: @unchecked Sendable {
             ("ws.bytes_sent", \.bytesSent), ("ws.bytes_received", \.bytesReceived), ("ws.reconnects", \.reconnects),
             ("ws.messages_lost", \.messagesLost), ("ws.messages_dropped", \.messagesDropped),
             ("ws.messages_scheduled", \.messagesScheduled), ("ws.messages_missed", \.messagesMissed),
+            ("http.transfers_started", \.transfersStarted), ("http.transfers_completed", \.transfersCompleted),
+            ("http.transfers_failed", \.transfersFailed), ("http.retries", \.transferRetries), ("http.resumes", \.transferResumes),
+            ("http.restarts", \.transferRestarts), ("http.bytes_received", \.transferBytesReceived),
+            ("http.bytes_sent", \.transferBytesSent),
         ]
         for (name, keyPath) in counters where self[keyPath: keyPath] > 0 {
             metrics.counters[name] = self[keyPath: keyPath]
             self[keyPath: keyPath] = 0
         }
+        for (status, count) in statuses { metrics.counters["http.status.\(status)"] = count }
+        statuses = [:]
         metrics.disconnects = disconnects
         metrics.errors = errors
         disconnects = [:]

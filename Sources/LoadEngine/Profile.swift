@@ -78,7 +78,7 @@ public struct Profile: Sendable {
 public struct Scenario: Sendable {
     public enum Kind: String, Sendable, CaseIterable {
         case websocket
-        /// Transfer kinds arrive with the transfers issue; the decoder names them and refuses them for now.
+        /// Background download or upload tasks: `connections` is how many run at once.
         case download, upload
     }
 
@@ -86,7 +86,48 @@ public struct Scenario: Sendable {
     public var kind: Kind
     /// When the scenario starts, relative to the start of the run.
     public var startAfter: Duration = .zero
+    /// For every kind: `connections` and `stages` (a transfer scenario's concurrency ramps the same way).
     public var websocket: WebSocketScenario
+    /// For `download` and `upload`.
+    public var transfer: TransferScenario? = nil
+}
+
+/// What each slot of a download or upload scenario does, transfer after transfer.
+public struct TransferScenario: Sendable, Equatable {
+    /// An absolute `http(s)://` URL (a server we do not control).
+    public var url: String?
+    /// A path on the target's origin (the embedded server's, or the profile URL's host and port).
+    public var path: String?
+    /// Downloads: the embedded server's generated `/bytes/<size>` (digest known, so every download is
+    /// verified); uploads: a generated file of this size.
+    public var size: Int64?
+    /// Uploads: send this file.
+    public var file: String?
+    public var segments = 1
+    /// Connections per ranged download (aria2 -x); nil: one per segment.
+    public var connectionsPerTransfer: Int?
+    public var minimumSegmentSize: Int64 = 1 << 20
+    /// Transfers each slot makes before it ends; nil: until the run ends.
+    public var repeats: Int?
+    /// Downloads: the share cut at a random byte and resumed from their resume data.
+    public var interruptProbability: Double = 0
+    /// Uploads: PUT or POST.
+    public var method = "PUT"
+    /// Uploads: send the file as multipart/form-data (written to a temporary file first).
+    public var isMultipart = false
+    /// Downloads: the expected SHA-256 of what `url` or `path` serves.
+    public var sha256: [UInt8]?
+    /// Bytes per second per transfer.
+    public var bandwidthLimit: Int64?
+    public var requestTimeout: Duration = .seconds(30)
+    /// Backoff for retried requests and segments; nil: the transfer default (5 attempts from 200 ms).
+    public var retry: ReconnectPolicy?
+    /// Where downloads are written; nil: a temporary directory removed after the run.
+    public var directory: String?
+    /// Keep downloaded files (by default each is deleted once verified, so a long run does not fill the disk).
+    public var keepsFiles = false
+
+    public init() {}
 }
 
 public struct WebSocketScenario: Sendable {

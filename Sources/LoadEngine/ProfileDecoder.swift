@@ -1,4 +1,5 @@
 import Clients
+import HTTP1
 import JSON
 import WebSocket
 
@@ -36,10 +37,15 @@ public enum ProfileDecoder {
         "scenario": [
             "name", "kind", "startAfter", "pattern", "path", "connections", "stages", "pingInterval", "pingTimeout",
             "reconnect", "subprotocols", "compression", "message", "schedule", "messagesPerConnection", "subscribe",
-            "typeName",
+            "typeName", "transfer",
+        ],
+        "transfer": [
+            "url", "path", "size", "file", "segments", "connections", "minSegmentSize", "repeats", "interrupt", "method",
+            "multipart", "sha256", "bandwidthLimit", "requestTimeout", "retry", "directory", "keepFiles",
         ],
         "stage": ["target", "duration"],
         "reconnect": ["initial", "max", "multiplier", "jitter", "maxAttempts"],
+        "retry": ["initial", "max", "multiplier", "jitter", "maxAttempts"],
         "message": ["size", "format"],
         "sizeRange": ["min", "max"],
         "sizeChoice": ["size", "weight"],
@@ -361,11 +367,13 @@ private struct Reader {
         let problemsBefore = problems.count
         let name = required(object, "name", path).flatMap { string($0, Self.join(path, "name")) }
         let kind = choice(object["kind"], Self.join(path, "kind"), as: Scenario.Kind.self) ?? .websocket
-        if kind != .websocket {
-            problem(Self.join(path, "kind"), "kind \"\(kind.rawValue)\" is not available in this build yet",
-                    hint: "transfer scenarios come with the transfers release; use \"websocket\"")
-        }
         let startAfter = duration(object["startAfter"], Self.join(path, "startAfter")) ?? .zero
+        if kind != .websocket {
+            return transferScenario(object, path, name: name, kind: kind, startAfter: startAfter, problemsBefore: problemsBefore)
+        }
+        if object["transfer"] != nil {
+            problem(Self.join(path, "transfer"), "only download and upload scenarios transfer", hint: "set \"kind\"")
+        }
         let pattern = required(object, "pattern", path, hint: "echo, idle, receive or typed").flatMap {
             choice($0, Self.join(path, "pattern"), as: WebSocketScenario.Pattern.self)
         }
@@ -377,32 +385,7 @@ private struct Reader {
                 problem(Self.join(path, "path"), "\"\(text)\" is not a request path", hint: "it starts with / and has no spaces")
             }
         }
-        let connections = integer(object["connections"], Self.join(path, "connections"), in: 1...ProfileDecoder.maximumConnections)
-        var stages: [WebSocketScenario.Stage] = []
-        if let list = array(object["stages"], Self.join(path, "stages")) {
-            if list.isEmpty { problem(Self.join(path, "stages"), "must hold at least one stage, or be left out") }
-            for (index, element) in list.enumerated() {
-                let stagePath = Self.join(path, "stages") + "[\(index)]"
-                guard let stage = self.object(element, stagePath, kind: "stage") else { continue }
-                let target = required(stage, "target", stagePath).flatMap {
-                    integer($0, Self.join(stagePath, "target"), in: 0...ProfileDecoder.maximumConnections)
-                }
-                let duration = required(stage, "duration", stagePath).flatMap { self.duration($0, Self.join(stagePath, "duration")) }
-                if let target, let duration { stages.append(.init(target: target, duration: duration)) }
-            }
-        }
-        if connections == nil && object["connections"] == nil && object["stages"] == nil {
-            problem(Self.join(path, "connections"), "is required", hint: "or give stages")
-        }
-        if let connections, !stages.isEmpty, connections != stages.map(\.target).max() {
-            problem(Self.join(path, "connections"), "\(connections) disagrees with the stages' peak \(stages.map(\.target).max()!)",
-                    hint: "leave connections out when giving stages")
-        }
-        websocket.connections = connections ?? stages.map(\.target).max() ?? 0
-        if !stages.isEmpty && websocket.connections == 0 {
-            problem(Self.join(path, "stages"), "no stage has a target above 0")
-        }
-        websocket.stages = stages
+        concurrency(object, path, into: &websocket)
         websocket.pingInterval = duration(object["pingInterval"], Self.join(path, "pingInterval"), minimum: .milliseconds(10))
         if let timeout = duration(object["pingTimeout"], Self.join(path, "pingTimeout"), minimum: .milliseconds(10)) {
             websocket.pingTimeout = timeout
@@ -449,8 +432,128 @@ private struct Reader {
         return Scenario(name: name, kind: kind, startAfter: startAfter, websocket: websocket)
     }
 
-    mutating func reconnect(_ value: JSONValue?, _ path: String) -> ReconnectPolicy? {
-        guard let object = object(value, path, kind: "reconnect") else { return nil }
+    /// `connections` and `stages`: how many connections (or transfers at once) and how they ramp.
+    mutating func concurrency(_ object: JSONObject, _ path: String, into websocket: inout WebSocketScenario) {
+        let connections = integer(object["connections"], Self.join(path, "connections"), in: 1...ProfileDecoder.maximumConnections)
+        var stages: [WebSocketScenario.Stage] = []
+        if let list = array(object["stages"], Self.join(path, "stages")) {
+            if list.isEmpty { problem(Self.join(path, "stages"), "must hold at least one stage, or be left out") }
+            for (index, element) in list.enumerated() {
+                let stagePath = Self.join(path, "stages") + "[\(index)]"
+                guard let stage = self.object(element, stagePath, kind: "stage") else { continue }
+                let target = required(stage, "target", stagePath).flatMap {
+                    integer($0, Self.join(stagePath, "target"), in: 0...ProfileDecoder.maximumConnections)
+                }
+                let duration = required(stage, "duration", stagePath).flatMap { self.duration($0, Self.join(stagePath, "duration")) }
+                if let target, let duration { stages.append(.init(target: target, duration: duration)) }
+            }
+        }
+        if connections == nil && object["connections"] == nil && object["stages"] == nil {
+            problem(Self.join(path, "connections"), "is required", hint: "or give stages")
+        }
+        if let connections, !stages.isEmpty, connections != stages.map(\.target).max() {
+            problem(Self.join(path, "connections"), "\(connections) disagrees with the stages' peak \(stages.map(\.target).max()!)",
+                    hint: "leave connections out when giving stages")
+        }
+        websocket.connections = connections ?? stages.map(\.target).max() ?? 0
+        if !stages.isEmpty && websocket.connections == 0 {
+            problem(Self.join(path, "stages"), "no stage has a target above 0")
+        }
+        websocket.stages = stages
+    }
+
+    /// A download or upload scenario: concurrency (`connections`, `stages`) and the `transfer` object.
+    mutating func transferScenario(
+        _ object: JSONObject, _ path: String, name: String?, kind: Scenario.Kind, startAfter: Duration, problemsBefore: Int
+    ) -> Scenario? {
+        let websocketOnly = ["pattern", "path", "pingInterval", "pingTimeout", "reconnect", "subprotocols", "compression", "message",
+                             "schedule", "messagesPerConnection", "subscribe", "typeName"]
+        for key in websocketOnly where object[key] != nil {
+            problem(Self.join(path, key), "is for websocket scenarios", hint: "transfer settings go in \"transfer\"")
+        }
+        var websocket = WebSocketScenario(pattern: .idle, connections: 0)
+        concurrency(object, path, into: &websocket)
+        let transferPath = Self.join(path, "transfer")
+        var transfer = TransferScenario()
+        if let body = required(object, "transfer", path).flatMap({ self.object($0, transferPath, kind: "transfer") }) {
+            if let url = string(body["url"], Self.join(transferPath, "url")) {
+                if (try? HTTPURL(url)) != nil { transfer.url = url } else {
+                    problem(Self.join(transferPath, "url"), "\"\(url)\" is not an http:// or https:// URL")
+                }
+            }
+            if let text = string(body["path"], Self.join(transferPath, "path")) {
+                if text.hasPrefix("/") && !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) { transfer.path = text } else {
+                    problem(Self.join(transferPath, "path"), "\"\(text)\" is not a request path", hint: "it starts with / and has no spaces")
+                }
+            }
+            transfer.size = byteSize(body["size"], Self.join(transferPath, "size"))
+            transfer.file = string(body["file"], Self.join(transferPath, "file"))
+            transfer.segments = integer(body["segments"], Self.join(transferPath, "segments"), in: 1...1024) ?? 1
+            transfer.connectionsPerTransfer = integer(body["connections"], Self.join(transferPath, "connections"), in: 1...1024)
+            if let size = byteSize(body["minSegmentSize"], Self.join(transferPath, "minSegmentSize")) {
+                if size > 0 { transfer.minimumSegmentSize = size } else { problem(Self.join(transferPath, "minSegmentSize"), "must be above 0") }
+            }
+            transfer.repeats = integer(body["repeats"], Self.join(transferPath, "repeats"), in: 1...Int.max)
+            transfer.interruptProbability = number(body["interrupt"], Self.join(transferPath, "interrupt"), minimum: 0, maximum: 1) ?? 0
+            if let method = string(body["method"], Self.join(transferPath, "method")) {
+                if method == "PUT" || method == "POST" { transfer.method = method } else {
+                    problem(Self.join(transferPath, "method"), "\"\(method)\" is not PUT or POST")
+                }
+            }
+            transfer.isMultipart = bool(body["multipart"], Self.join(transferPath, "multipart")) ?? false
+            if let hex = string(body["sha256"], Self.join(transferPath, "sha256")) {
+                if let bytes = hexBytes(hex), bytes.count == 32 { transfer.sha256 = bytes } else {
+                    problem(Self.join(transferPath, "sha256"), "\"\(hex)\" is not 64 hex digits")
+                }
+            }
+            if let limit = byteSize(body["bandwidthLimit"], Self.join(transferPath, "bandwidthLimit")) {
+                if limit > 0 { transfer.bandwidthLimit = limit } else { problem(Self.join(transferPath, "bandwidthLimit"), "must be above 0") }
+            }
+            if let timeout = duration(body["requestTimeout"], Self.join(transferPath, "requestTimeout"), minimum: .milliseconds(10)) {
+                transfer.requestTimeout = timeout
+            }
+            transfer.retry = reconnect(body["retry"], Self.join(transferPath, "retry"), kind: "retry")
+            transfer.directory = string(body["directory"], Self.join(transferPath, "directory"))
+            transfer.keepsFiles = bool(body["keepFiles"], Self.join(transferPath, "keepFiles")) ?? false
+            let sources = [body["url"], body["path"], body["size"]].compactMap { $0 }.count
+            if kind == .download {
+                if sources != 1 {
+                    problem(transferPath, "a download needs exactly one of url, path or size",
+                            hint: "size downloads the embedded server's generated /bytes/<size>")
+                }
+                for key in ["file", "method", "multipart"] where body[key] != nil {
+                    problem(Self.join(transferPath, key), "is for uploads")
+                }
+                if transfer.keepsFiles && transfer.directory == nil {
+                    problem(Self.join(transferPath, "keepFiles"), "needs a directory to keep the files in")
+                }
+            } else {
+                if (body["file"] == nil) == (body["size"] == nil) {
+                    problem(transferPath, "an upload needs exactly one of file or size", hint: "size uploads a generated file")
+                }
+                if body["url"] != nil && body["path"] != nil { problem(transferPath, "give url or path, not both") }
+                for key in ["segments", "connections", "minSegmentSize", "interrupt", "sha256", "directory", "keepFiles"]
+                where body[key] != nil {
+                    problem(Self.join(transferPath, key), "is for downloads")
+                }
+            }
+        }
+        guard problems.count == problemsBefore, let name else { return nil }
+        return Scenario(name: name, kind: kind, startAfter: startAfter, websocket: websocket, transfer: transfer)
+    }
+
+    mutating func byteSize(_ value: JSONValue?, _ path: String) -> Int64? {
+        guard let value else { return nil }
+        if let number = value.numberValue, number >= 0, number.rounded() == number, number < 9e15 { return Int64(number) }
+        guard let text = value.stringValue, let size = parseByteSize(text) else {
+            problem(path, "\(value.stringValue.map { "\"\($0)\"" } ?? value.kindName) is not a size", hint: "use 65536, 512KiB, 256MiB, 1GiB")
+            return nil
+        }
+        return size
+    }
+
+    mutating func reconnect(_ value: JSONValue?, _ path: String, kind: String = "reconnect") -> ReconnectPolicy? {
+        guard let object = object(value, path, kind: kind) else { return nil }
         var policy = ReconnectPolicy()
         if let initial = duration(object["initial"], Self.join(path, "initial"), minimum: .milliseconds(1)) {
             policy.initialDelay = initial

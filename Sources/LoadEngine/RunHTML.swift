@@ -98,7 +98,8 @@ public enum RunHTML {
             let actual: String
             if let value = outcome.actual {
                 switch (MetricCatalog.kind(of: outcome.threshold.metric), outcome.threshold.statistic) {
-                case (.latency?, .count): actual = grouped(Int(value))
+                case (.latency?, .count), (.throughput?, .count): actual = grouped(Int(value))
+                case (.throughput?, _): actual = formatBytes(Int64(value * 1024)) + "/s"
                 case (.latency?, _): actual = formatMicroseconds(value)
                 case (_, .rate): actual = String(format: "%.3f%%", value * 100)
                 default: actual = String(format: "%.1f", value)
@@ -195,6 +196,7 @@ public enum RunHTML {
     static func format(_ value: Double, _ unit: String) -> String {
         switch unit {
         case "us": formatMicroseconds(value)
+        case "KiB/s": formatBytes(Int64(value * 1024)) + "/s"
         case "/s": grouped(Int(value.rounded()))
         default: String(format: "%.3f%%", value * 100)
         }

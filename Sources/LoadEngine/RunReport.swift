@@ -104,7 +104,7 @@ public enum RunReport {
     }
 
     static func operations(_ metrics: MetricSet) -> UInt64 {
-        metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent")
+        metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent") + metrics.counter("http.transfers_started")
     }
 
     /// Replies received per request scheduled (open model) or sent (closed model).

@@ -89,7 +89,7 @@ public struct Threshold: Sendable, Equatable {
         let valueText = words[3]
         let limit: Double
         switch (kind, statistic) {
-        case (.latency, .count), (_, .perSecond), (_, .count):
+        case (.latency, .count), (.throughput, .count), (_, .perSecond), (_, .count):
             guard let number = Double(valueText), number.isFinite, number >= 0 else {
                 return .failure(ThresholdSyntaxError(message: "\"\(valueText)\" is not a number", hint: "e.g. 1000"))
             }
@@ -103,6 +103,12 @@ public struct Threshold: Sendable, Equatable {
                 return .failure(ThresholdSyntaxError(
                     message: "\"\(valueText)\" is not a rate", hint: "write a percentage (0.1%) or a fraction (0.001)"))
             }
+        case (.throughput, _):
+            let text = valueText.hasSuffix("/s") ? String(valueText.dropLast(2)) : valueText
+            guard let bytes = parseByteSize(text), bytes > 0 else {
+                return .failure(ThresholdSyntaxError(message: "\"\(valueText)\" is not a rate of bytes", hint: "use 10MiB/s, 512KiB/s"))
+            }
+            limit = Double(bytes) / 1024
         default:
             guard let duration = parseDuration(valueText) else {
                 return .failure(ThresholdSyntaxError(
@@ -143,6 +149,8 @@ public enum MetricCatalog {
     public enum Kind: Sendable {
         /// A histogram of microseconds.
         case latency
+        /// A histogram of KiB per second (transfer throughput); higher is better.
+        case throughput
         /// A count of events.
         case counter
         /// The error count, which also has a rate per operation.
@@ -150,7 +158,7 @@ public enum MetricCatalog {
 
         var statistics: [String] {
             switch self {
-            case .latency: ["p50", "p90", "p95", "p99", "p99.9 (any pNN)", "mean", "min", "max", "stdev", "count"]
+            case .latency, .throughput: ["p50", "p90", "p95", "p99", "p99.9 (any pNN)", "mean", "min", "max", "stdev", "count"]
             case .counter: ["count", "per_second"]
             case .errors: ["count", "per_second", "rate"]
             }
@@ -158,7 +166,7 @@ public enum MetricCatalog {
 
         func allows(_ statistic: Threshold.Statistic) -> Bool {
             switch (self, statistic) {
-            case (.latency, .perSecond), (.latency, .rate), (.counter, .rate): false
+            case (.latency, .perSecond), (.latency, .rate), (.throughput, .perSecond), (.throughput, .rate), (.counter, .rate): false
             case (.counter, _), (.errors, _): [.count, .perSecond, .rate].contains(statistic)
             default: true
             }
@@ -167,17 +175,21 @@ public enum MetricCatalog {
 
     public static let latencies = [
         "ws.connect", "ws.tls_handshake", "ws.upgrade", "ws.message_rtt", "ws.ping_rtt", "ws.reconnect_recovery",
-        "ws.message_gap",
+        "ws.message_gap", "http.ttfb", "http.transfer_duration",
     ]
+    /// Histograms of KiB per second.
+    public static let throughputs = ["http.throughput"]
     public static let counters = [
         "ws.connections_opened", "ws.messages_sent", "ws.messages_received", "ws.bytes_sent", "ws.bytes_received",
         "ws.reconnects", "ws.disconnects", "ws.messages_lost", "ws.messages_dropped", "ws.messages_scheduled",
-        "ws.messages_missed",
+        "ws.messages_missed", "http.transfers_started", "http.transfers_completed", "http.transfers_failed", "http.retries",
+        "http.resumes", "http.restarts", "http.bytes_received", "http.bytes_sent",
     ]
-    public static var names: [String] { latencies + counters + ["errors"] }
+    public static var names: [String] { latencies + throughputs + counters + ["errors"] }
 
     public static func kind(of name: String) -> Kind? {
         if latencies.contains(name) { return .latency }
+        if throughputs.contains(name) { return .throughput }
         if counters.contains(name) { return .counter }
         return name == "errors" ? .errors : nil
     }

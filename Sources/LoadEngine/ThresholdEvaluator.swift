@@ -6,7 +6,7 @@ enum ThresholdEvaluator {
     static func actual(_ threshold: Threshold, total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double) -> Double? {
         let metrics = threshold.scenario.flatMap { name in scenarios.first { $0.0 == name }?.1 } ?? total
         switch MetricCatalog.kind(of: threshold.metric) {
-        case .latency?:
+        case .latency?, .throughput?:
             guard let histogram = metrics.histograms[threshold.metric], histogram.totalCount > 0 else {
                 return threshold.statistic == .count ? 0 : nil
             }
@@ -29,7 +29,7 @@ enum ThresholdEvaluator {
             switch threshold.statistic {
             case .perSecond: return seconds > 0 ? Double(count) / seconds : 0
             case .rate:
-                let operations = metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent")
+                let operations = RunReport.operations(metrics)
                 return operations == 0 ? 0 : Double(count) / Double(operations)
             default: return Double(count)
             }

@@ -13,14 +13,18 @@ final class ScenarioPlan: Sendable {
     let configuration: WebSocketClientConfiguration
     /// Printable filler the messages are cut from (text-safe, so one buffer serves both formats).
     let filler: [UInt8]
+    /// For download and upload scenarios.
+    let transfer: TransferPlan?
 
-    init(index: Int, scenario: Scenario, url: WebSocketURL, configuration: WebSocketClientConfiguration, filler: [UInt8]) {
+    init(index: Int, scenario: Scenario, url: WebSocketURL, configuration: WebSocketClientConfiguration, filler: [UInt8],
+         transfer: TransferPlan? = nil) {
         self.index = index
         self.scenario = scenario
         websocket = scenario.websocket
         self.url = url
         self.configuration = configuration
         self.filler = filler
+        self.transfer = transfer
     }
 }
 

@@ -118,6 +118,7 @@ public enum Comparator {
         var name: String
         var unit: String
         var direction: ComparisonRow.Direction
+        var isHistogram = false
         var compute: (Sample) -> Double?
     }
 
@@ -126,12 +127,14 @@ public enum Comparator {
         var statistics: [Statistic] = []
         let names = Set(basePooled.histograms.keys).intersection(headPooled.histograms.keys)
         for name in names.sorted() {
+            let unit = MetricSet.unit(of: name)
+            let direction: ComparisonRow.Direction = unit == "us" ? .lowerIsBetter : .higherIsBetter
             for (label, percentile) in percentiles {
-                statistics.append(Statistic(metric: name, name: label, unit: "us", direction: .lowerIsBetter) {
+                statistics.append(Statistic(metric: name, name: label, unit: unit, direction: direction, isHistogram: true) {
                     $0.histograms[name].map { Double($0.value(atPercentile: percentile)) }
                 })
             }
-            statistics.append(Statistic(metric: name, name: "mean", unit: "us", direction: .lowerIsBetter) {
+            statistics.append(Statistic(metric: name, name: "mean", unit: unit, direction: direction, isHistogram: true) {
                 $0.histograms[name].map(\.mean)
             })
         }
@@ -156,7 +159,7 @@ public enum Comparator {
             var values = blockBootstrap(baseIntervals, headIntervals, statistics, replicates: replicates)
             // A metric seen in fewer than two intervals of a side (connects during a short ramp) has no
             // within-run variation to weigh against: test its samples instead.
-            for (index, statistic) in statistics.enumerated() where statistic.unit == "us" {
+            for (index, statistic) in statistics.enumerated() where statistic.isHistogram {
                 let covered = [baseIntervals, headIntervals].map { side in
                     side.filter { ($0.histograms[statistic.metric]?.totalCount ?? 0) > 0 }.count
                 }
@@ -168,9 +171,8 @@ public enum Comparator {
         } else {
             test = "histogram-bootstrap"
             pValues = statistics.map { statistic in
+                if statistic.isHistogram { return histogramBootstrap(statistic, basePooled, headPooled, replicates: replicates) }
                 switch statistic.unit {
-                case "us":
-                    return histogramBootstrap(statistic, basePooled, headPooled, replicates: replicates)
                 case "/s":
                     return Significance.poissonRates(basePooled.received, basePooled.seconds, headPooled.received, headPooled.seconds)
                 default:

@@ -34,6 +34,9 @@ public struct MetricSet: Sendable, Equatable {
         for (code, value) in other.errors { errors[code, default: 0] &+= value }
     }
 
+    /// The unit a histogram metric is recorded in: microseconds, except throughputs (KiB per second).
+    public static func unit(of name: String) -> String { name.hasSuffix(".throughput") ? "KiB/s" : "us" }
+
     /// The percentiles a report lists for every latency metric.
     public static let reportedPercentiles: [(key: String, percentile: Double)] = [
         ("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99),
@@ -46,7 +49,7 @@ public struct MetricSet: Sendable, Equatable {
         for name in histograms.keys.sorted() {
             let histogram = histograms[name]!
             var entry: JSONObject = [
-                "unit": "us", "count": JSONValue(histogram.totalCount), "min": JSONValue(histogram.minimum),
+                "unit": .string(Self.unit(of: name)), "count": JSONValue(histogram.totalCount), "min": JSONValue(histogram.minimum),
                 "mean": .number(rounded(histogram.mean)), "stdev": .number(rounded(histogram.standardDeviation)),
             ]
             for (key, percentile) in Self.reportedPercentiles {

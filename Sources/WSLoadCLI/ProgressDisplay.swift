@@ -52,7 +52,13 @@ final class ProgressDisplay: Sendable {
             rtt = "rtt p50 \(formatMicroseconds(Double(histogram.value(atPercentile: 50)))) "
                 + "p99 \(formatMicroseconds(Double(histogram.value(atPercentile: 99))))"
         }
-        let errors = "errors \(grouped(Int(progress.total.errorCount)))   reconnects \(grouped(Int(progress.total.counter("ws.reconnects"))))"
+        var errors = "errors \(grouped(Int(progress.total.errorCount)))   reconnects \(grouped(Int(progress.total.counter("ws.reconnects"))))"
+        if let started = progress.total.counters["http.transfers_started"] {
+            let bytes = progress.recent.counter("http.bytes_received") + progress.recent.counter("http.bytes_sent")
+            let rate = progress.recentSeconds > 0 ? Double(bytes) / progress.recentSeconds : 0
+            errors += "   transfers \(grouped(Int(progress.total.counter("http.transfers_completed")))) done / \(grouped(Int(started))) started, "
+                + "\(formatBytes(Int64(rate)))/s"
+        }
         if progress.isStopping {
             return [
                 "stopping: \(grouped(progress.liveConnections)) connections finishing and closing, "

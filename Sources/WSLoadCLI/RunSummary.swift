@@ -12,6 +12,13 @@ enum RunSummary {
         lines.append("wsload run \(result.profile.name): \(status) after \(formatDuration(result.elapsed)) "
             + "(seed \(result.seed), \(result.loops) loops)")
         for scenario in result.scenarios {
+            if let transfer = scenario.scenario.transfer {
+                lines.append("")
+                lines.append("scenario \(scenario.scenario.name) (\(scenario.scenario.kind.rawValue), \(scenario.scenario.websocket.connections) at once"
+                    + (transfer.segments > 1 ? ", \(transfer.segments) segments" : "") + ")")
+                lines += transferLines(scenario.metrics, seconds: min(result.elapsed, result.profile.duration).seconds)
+                continue
+            }
             let websocket = scenario.scenario.websocket
             var model = ""
             if websocket.pattern == .echo || websocket.pattern == .typed { model = ", \(websocket.schedule.modelName) model" }
@@ -81,10 +88,43 @@ enum RunSummary {
         return lines
     }
 
+    static func transferLines(_ metrics: MetricSet, seconds: Double) -> [String] {
+        let completed = metrics.counter("http.transfers_completed")
+        let bytes = Int64(metrics.counter("http.bytes_received") + metrics.counter("http.bytes_sent"))
+        let perSecond = seconds > 0 ? Double(completed) / seconds : 0
+        var transfers = "  transfers     started \(grouped(Int(metrics.counter("http.transfers_started")))), "
+            + "completed \(grouped(Int(completed))) (\(String(format1: perSecond))/s), failed \(grouped(Int(metrics.counter("http.transfers_failed"))))"
+        for (name, label) in [("http.retries", "retries"), ("http.resumes", "resumes"), ("http.restarts", "restarts")] {
+            if let count = metrics.counters[name], count > 0 { transfers += ", \(label) \(grouped(Int(count)))" }
+        }
+        var lines = [transfers]
+        let statuses = metrics.counters.keys.filter { $0.hasPrefix("http.status.") }.sorted()
+            .map { "\($0.dropFirst("http.status.".count)): \(grouped(Int(metrics.counters[$0]!)))" }
+        lines.append("  bytes         \(formatBytes(bytes)) (\(formatBytes(Int64(seconds > 0 ? Double(bytes) / seconds : 0)))/s)"
+            + (statuses.isEmpty ? "" : ", statuses " + statuses.joined(separator: ", ")))
+        for name in ["http.ttfb", "http.transfer_duration"] {
+            guard let histogram = metrics.histograms[name], histogram.totalCount > 0 else { continue }
+            let figures = [("p50", 50.0), ("p90", 90), ("p99", 99)].map {
+                "\($0.0) \(formatMicroseconds(Double(histogram.value(atPercentile: $0.1))))"
+            }
+            lines.append("  " + name.padding(toWidth: 22) + figures.joined(separator: "  ")
+                + "  max \(formatMicroseconds(Double(histogram.maximum)))  (n=\(grouped(Int(histogram.totalCount))))")
+        }
+        if let histogram = metrics.histograms["http.throughput"], histogram.totalCount > 0 {
+            let figures = [("p50", 50.0), ("p10", 10), ("p1", 1)].map {
+                "\($0.0) \(formatBytes(Int64(histogram.value(atPercentile: $0.1)) * 1024))/s"
+            }
+            lines.append("  " + "http.throughput".padding(toWidth: 22) + figures.joined(separator: "  ")
+                + "  (per transfer; p10 is the slowest tenth)")
+        }
+        return lines
+    }
+
     static func describe(_ outcome: RunResult.ThresholdResult) -> String {
         guard let actual = outcome.actual else { return "no samples" }
         switch (MetricCatalog.kind(of: outcome.threshold.metric), outcome.threshold.statistic) {
-        case (.latency?, .count): return grouped(Int(actual))
+        case (.latency?, .count), (.throughput?, .count): return grouped(Int(actual))
+        case (.throughput?, _): return formatBytes(Int64(actual * 1024)) + "/s"
         case (.latency?, _): return formatMicroseconds(actual)
         case (_, .rate): return String(format1: actual * 100) + "%"
         case (_, .perSecond): return String(format1: actual) + "/s"

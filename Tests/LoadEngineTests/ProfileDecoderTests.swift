@@ -52,7 +52,7 @@ struct ProfileDecoderTests {
                 {"name": "b", "pattern": "echoo", "stages": [{"target": 10, "duration": "10x"}],
                  "reconnect": {"initial": "5s", "max": "1s", "jitter": "some"}},
                 {"name": "a", "pattern": "idle", "connections": 5},
-                {"name": "d", "kind": "download", "pattern": "echo", "connections": 1,
+                {"name": "d", "pattern": "echo", "connections": 1,
                  "schedule": {"model": "open", "thinkTime": "1s"}}
               ],
               "thresholds": ["ws.message_rtt p99 < 50", "ws.mesage_rtt p99 < 50ms", {"expression": "errors rate < 200%"},
@@ -76,7 +76,6 @@ struct ProfileDecoderTests {
             "scenarios[1].reconnect.jitter: \"some\" is not one of \"none\", \"full\", \"equal\", \"decorrelated\" (did you mean \"none\"?)",
             "scenarios[1].reconnect.max: is below initial (5.0s)",
             "scenarios[2].pingInterval: is required for the idle pattern (e.g. \"30s\")",
-            "scenarios[3].kind: kind \"download\" is not available in this build yet (transfer scenarios come with the transfers release; use \"websocket\")",
             "scenarios[3].schedule.thinkTime: applies to the closed model only (the open model sends at rate)",
             "scenarios[3].schedule.rate: is required (messages per second)",
             "thresholds[0]: \"50\" is not a duration (use 500us, 50ms, 2s, 5m, 2h)",
@@ -162,5 +161,66 @@ struct ProfileDecoderTests {
     func thresholdExpressions(expression: String, isValid: Bool) {
         let result = Threshold.parse(expression)
         if case .success = result { #expect(isValid, "\(expression)") } else { #expect(!isValid, "\(expression)") }
+    }
+}
+
+@Suite("Transfer scenarios in profiles")
+struct TransferProfileTests {
+    private func problems(_ scenario: String) -> [String] {
+        let text = """
+            {"version": 1, "name": "t", "target": "embedded", "duration": "5s", "scenarios": [\(scenario)]}
+            """
+        do {
+            _ = try ProfileDecoder.decode(Array(text.utf8))
+            return []
+        } catch {
+            return error.problems.map(\.description)
+        }
+    }
+
+    @Test("a valid download and upload decode")
+    func valid() throws {
+        let profile = try ProfileDecoder.decode(Array("""
+            {"version": 1, "name": "t", "target": "embedded", "duration": "5s", "scenarios": [
+              {"name": "d", "kind": "download", "stages": [{"target": 10, "duration": "1s"}],
+               "transfer": {"size": "256MiB", "segments": 8, "connections": 4, "minSegmentSize": "4MiB", "interrupt": 0.5,
+                            "bandwidthLimit": "10MiB", "requestTimeout": "5s", "retry": {"initial": "10ms", "maxAttempts": 3}}},
+              {"name": "u", "kind": "upload", "connections": 2, "transfer": {"file": "/etc/hostname", "method": "POST", "multipart": true}}]}
+            """.utf8))
+        let download = try #require(profile.scenarios[0].transfer)
+        #expect(download.size == 256 << 20 && download.segments == 8 && download.connectionsPerTransfer == 4)
+        #expect(download.minimumSegmentSize == 4 << 20 && download.interruptProbability == 0.5 && download.bandwidthLimit == 10 << 20)
+        #expect(download.retry?.maximumAttempts == 3 && profile.scenarios[0].websocket.connections == 10)
+        #expect(profile.scenarios[1].transfer?.isMultipart == true && profile.scenarios[1].kind == .upload)
+    }
+
+    @Test("transfer problems name their JSON path", arguments: [
+        (#"{"name": "d", "kind": "download", "connections": 1}"#, "scenarios[0].transfer: is required"),
+        (#"{"name": "d", "kind": "download", "connections": 1, "transfer": {}}"#,
+         "scenarios[0].transfer: a download needs exactly one of url, path or size"),
+        (#"{"name": "d", "kind": "download", "connections": 1, "transfer": {"size": "1MiB", "path": "/x"}}"#,
+         "scenarios[0].transfer: a download needs exactly one of url, path or size"),
+        (#"{"name": "d", "kind": "download", "connections": 1, "transfer": {"size": "lots"}}"#,
+         "scenarios[0].transfer.size: \"lots\" is not a size"),
+        (#"{"name": "d", "kind": "download", "connections": 1, "transfer": {"url": "ftp://x/y"}}"#,
+         "scenarios[0].transfer.url: \"ftp://x/y\" is not an http:// or https:// URL"),
+        (#"{"name": "d", "kind": "download", "connections": 1, "pattern": "echo", "transfer": {"size": 10}}"#,
+         "scenarios[0].pattern: is for websocket scenarios"),
+        (#"{"name": "d", "kind": "download", "connections": 1, "transfer": {"size": 10, "method": "PUT"}}"#,
+         "scenarios[0].transfer.method: is for uploads"),
+        (#"{"name": "d", "kind": "download", "connections": 1, "transfer": {"size": 10, "sgments": 2}}"#,
+         "scenarios[0].transfer.sgments: unknown key"),
+        (#"{"name": "u", "kind": "upload", "connections": 1, "transfer": {"size": 10, "segments": 2}}"#,
+         "scenarios[0].transfer.segments: is for downloads"),
+        (#"{"name": "u", "kind": "upload", "connections": 1, "transfer": {"path": "/upload"}}"#,
+         "scenarios[0].transfer: an upload needs exactly one of file or size"),
+        (#"{"name": "u", "kind": "upload", "connections": 1, "transfer": {"size": 10, "method": "GET"}}"#,
+         "scenarios[0].transfer.method: \"GET\" is not PUT or POST"),
+        (#"{"name": "w", "pattern": "echo", "connections": 1, "transfer": {"size": 10}}"#,
+         "scenarios[0].transfer: only download and upload scenarios transfer"),
+    ])
+    func problem(scenario: String, expected: String) {
+        let found = problems(scenario)
+        #expect(found.contains { $0.hasPrefix(expected) }, "\(found)")
     }
 }

@@ -1,0 +1,243 @@
+import Clients
+import Crypto
+import HTTP1
+import Runtime
+
+/// What every slot of a download or upload scenario shares.
+final class TransferPlan: Sendable {
+    let kind: Scenario.Kind
+    let scenario: TransferScenario
+    /// The download's source or the upload's destination.
+    let url: HTTPURL
+    let configuration: TransferConfiguration
+    /// Where downloads are written (and a generated upload file lives).
+    let directory: String
+    /// What every download must digest to, when known (generated content, or `sha256` in the profile).
+    let expectedDigest: [UInt8]?
+    /// The file uploads send.
+    let uploadFile: String?
+
+    init(kind: Scenario.Kind, scenario: TransferScenario, url: HTTPURL, configuration: TransferConfiguration, directory: String,
+         expectedDigest: [UInt8]?, uploadFile: String?) {
+        self.kind = kind
+        self.scenario = scenario
+        self.url = url
+        self.configuration = configuration
+        self.directory = directory
+        self.expectedDigest = expectedDigest
+        self.uploadFile = uploadFile
+    }
+}
+
+/// One slot of a transfer scenario: downloads (or uploads) one file after another until the run stops it
+/// or its repeats are done. Interrupted downloads resume from their resume data, every verified download
+/// is checked against its digest, every completion is counted once, and no partial file may outlive its
+/// task. Runs on its loop and records into the loop's recorder, like ``VirtualUser``.
+struct TransferUser {
+    let id: Int
+    let plan: ScenarioPlan
+    let transfer: TransferPlan
+    let loop: EventLoop
+    let recorder: LoopRecorder
+    let latch: StopLatch
+    let ledger: InvariantLedger
+    let faults: FaultSwitches
+    var random: SeededRandomNumberGenerator
+    private var history: ActorHistory!
+
+    init(id: Int, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder, latch: StopLatch, ledger: InvariantLedger,
+         faults: FaultSwitches, random: SeededRandomNumberGenerator) {
+        self.id = id
+        self.plan = plan
+        transfer = plan.transfer!
+        self.loop = loop
+        self.recorder = recorder
+        self.latch = latch
+        self.ledger = ledger
+        self.faults = faults
+        self.random = random
+    }
+
+    mutating func run() async {
+        defer { latch.remove(id) }
+        history = ActorHistory(id: id, scenario: plan.scenario.name, start: LoopClock().now)
+        var sequence = 0
+        while !latch.isStopped(id) && !Task.isCancelled && transfer.scenario.repeats.map({ sequence < $0 }) ?? true {
+            recorder.liveConnections += 1
+            if transfer.kind == .download { await download(sequence) } else { await upload(sequence) }
+            recorder.liveConnections -= 1
+            sequence += 1
+        }
+    }
+
+    // MARK: Downloads
+
+    private mutating func download(_ sequence: Int) async {
+        var destination = transfer.directory + "/\(plan.scenario.name)-\(id)-\(sequence).bin"
+        let scenario = transfer.scenario
+        let clock = LoopClock()
+        let start = clock.now
+        var cutAt: Double? = Double.random(in: 0..<1, using: &random) < scenario.interruptProbability
+            ? Double.random(in: 0.05...0.95, using: &random) : nil
+        var resumeData: ResumeData?
+        var completions = 0
+        var abandonedParts: [String] = []
+        recorder.transfersStarted += 1
+        history.note("download \(sequence) started\(cutAt.map { " (cut at \(Int($0 * 100))%)" } ?? "")")
+        while true {
+            let request = DownloadRequest(
+                url: transfer.url, destination: destination, segments: scenario.segments, connections: scenario.connectionsPerTransfer,
+                minimumSegmentSize: scenario.minimumSegmentSize, expectedSHA256: nil, computesDigest: transfer.expectedDigest != nil)
+            let outcome = await Self.runDownload(request, configuration: transfer.configuration, loop: loop, resumeData: resumeData,
+                                                 interruptAt: cutAt)
+            switch outcome {
+            case .success(let result):
+                completions += 1
+                if faults.deliverCompletionTwice && id == 0 && sequence == 0 { completions += 1 }
+                ledger.check(.transferCompletedOnce, completions == 1, actor: history, "download \(sequence) completed \(completions) times")
+                record(statuses: result.statuses)
+                recorder.transferRetries += UInt64(result.retries)
+                recorder.transferRestarts += UInt64(result.restarts)
+                recorder.transferBytesReceived += UInt64(result.bytesTransferred)
+                if let expected = transfer.expectedDigest {
+                    ledger.check(.transferDigest, result.sha256 == expected, actor: history,
+                                 "download \(sequence)\(resumeData == nil ? "" : " (resumed)") digests to "
+                                    + "\(result.sha256.map(Crypto.hex) ?? "nothing"), expected \(Crypto.hex(expected))")
+                }
+                finish(start: start, bytes: result.length, timeToFirstByte: result.timeToFirstByte)
+                history.note("download \(sequence) done: \(result.length) bytes\(resumeData == nil ? "" : ", resumed")")
+                if !scenario.keepsFiles { try? FileSystem.remove(destination) }
+            case .interrupted(let data, let transferred, let statuses):
+                record(statuses: statuses)
+                recorder.transferResumes += 1
+                recorder.transferBytesReceived += UInt64(transferred)
+                cutAt = nil
+                history.note("download \(sequence) interrupted at \(data?.bytesOnDisk ?? 0) bytes")
+                if faults.forgetPartialFile {
+                    // The bug: start over under a new name; the first attempt's partial file is forgotten.
+                    abandonedParts.append(request.partPath)
+                    destination += ".again"
+                    resumeData = nil
+                } else {
+                    resumeData = data
+                }
+                continue
+            case .failure(let error):
+                recorder.transfersFailed += 1
+                recorder.recordError(error.metricCode)
+                history.note("download \(sequence) failed: \(error.metricCode)")
+                // A user gives up on a failed download: its partial file goes too.
+                if !faults.forgetPartialFile { try? FileSystem.remove(request.partPath) }
+            case .cancelled(let partPath):
+                history.note("download \(sequence) cancelled by the stop")
+                try? FileSystem.remove(partPath)
+            }
+            let leftover = ([request.partPath] + abandonedParts).filter { FileSystem.exists($0) }
+            ledger.check(.transferNoTemporaryFiles, leftover.isEmpty, actor: history,
+                         "left behind after download \(sequence): \(leftover.map(FileSystem.lastComponent(of:)).joined(separator: ", "))")
+            return
+        }
+    }
+
+    private enum DownloadOutcome {
+        case success(DownloadResult)
+        /// Cut on purpose (an interruption) after `transferred` bytes: resume from the data.
+        case interrupted(ResumeData?, transferred: Int64, statuses: [Int: Int])
+        case failure(TransferError)
+        /// The run was cancelled.
+        case cancelled(partPath: String)
+    }
+
+    /// Runs one download attempt; with `interruptAt`, it stops once that share of the file is on disk.
+    private static func runDownload(
+        _ request: DownloadRequest, configuration: TransferConfiguration, loop: EventLoop, resumeData: ResumeData?,
+        interruptAt: Double?
+    ) async -> DownloadOutcome {
+        let task = DownloadTask(request: request, configuration: configuration, loop: loop, resumeData: resumeData,
+                                interruptAt: interruptAt)
+        // A short-lived child task: the transfer's deep frames give their memory back when it ends.
+        let handle = Task(executorPreference: loop.taskExecutor) { try await task.run() }
+        let result = await withTaskCancellationHandler { await handle.result } onCancel: { handle.cancel() }
+        switch result {
+        case .success(let download): return .success(download)
+        case .failure(let error as TransferError) where error.code == .cancelled:
+            if interruptAt != nil && !Task.isCancelled {
+                return .interrupted(error.resumeData, transferred: await task.transferredBytes, statuses: await task.responseStatuses)
+            }
+            return .cancelled(partPath: request.partPath)
+        case .failure(let error as TransferError): return .failure(error)
+        case .failure(let error): return .failure(TransferError(.network, "\(error)"))
+        }
+    }
+
+    // MARK: Uploads
+
+    private mutating func upload(_ sequence: Int) async {
+        guard let file = transfer.uploadFile else { return }
+        let clock = LoopClock()
+        let start = clock.now
+        recorder.transfersStarted += 1
+        var source = file
+        var contentType = "application/octet-stream"
+        var temporary: String?
+        if transfer.scenario.isMultipart {
+            var form = MultipartForm()
+            form.fields = [.init(name: "sequence", value: String(sequence))]
+            form.file = (name: "file", fileName: FileSystem.lastComponent(of: file), contentType: contentType, path: file)
+            let path = transfer.directory + "/\(plan.scenario.name)-\(id)-\(sequence).multipart.tmp"
+            do {
+                try? FileSystem.remove(path)
+                _ = try form.write(to: path)
+            } catch {
+                recorder.transfersFailed += 1
+                recorder.recordError(TransferError.from(error, doing: "multipart body").metricCode)
+                try? FileSystem.remove(path)
+                return
+            }
+            temporary = path
+            source = path
+            contentType = form.contentType
+        }
+        defer {
+            if let temporary { try? FileSystem.remove(temporary) }
+        }
+        let request = UploadRequest(url: transfer.url, method: transfer.scenario.method, file: source, contentType: contentType)
+        let task = UploadTask(request: request, configuration: transfer.configuration, loop: loop)
+        let handle = Task(executorPreference: loop.taskExecutor) { try await task.run() }
+        let result = await withTaskCancellationHandler { await handle.result } onCancel: { handle.cancel() }
+        switch result {
+        case .success(let upload):
+            var completions = 1
+            if faults.deliverCompletionTwice && id == 0 && sequence == 0 { completions += 1 }
+            ledger.check(.transferCompletedOnce, completions == 1, actor: history, "upload \(sequence) completed \(completions) times")
+            record(statuses: upload.statuses)
+            recorder.transferRetries += UInt64(upload.retries)
+            recorder.transferBytesSent += UInt64(upload.bytesSent)
+            finish(start: start, bytes: upload.bytesSent, timeToFirstByte: upload.timeToFirstByte)
+        case .failure(let error as TransferError) where error.code == .cancelled:
+            break
+        case .failure(let error):
+            recorder.transfersFailed += 1
+            recorder.recordError(TransferError.from(error, doing: "upload").metricCode)
+        }
+        if let temporary {
+            try? FileSystem.remove(temporary)
+            ledger.check(.transferNoTemporaryFiles, !FileSystem.exists(temporary), actor: history, "multipart body left behind")
+        }
+    }
+
+    // MARK: Recording
+
+    private func record(statuses: [Int: Int]) {
+        for (status, count) in statuses { recorder.statuses[status, default: 0] += UInt64(count) }
+    }
+
+    private func finish(start: LoopClock.Instant, bytes: Int64, timeToFirstByte: Duration?) {
+        let duration = start.duration(to: LoopClock().now)
+        recorder.transfersCompleted += 1
+        recorder.transferDuration.record(microseconds: duration)
+        if let timeToFirstByte { recorder.timeToFirstByte.record(microseconds: timeToFirstByte) }
+        let seconds = Double(duration.nanoseconds) / 1e9
+        if seconds > 0 { recorder.throughput.record(UInt64(max(1, (Double(bytes) / 1024 / seconds).rounded()))) }
+    }
+}

@@ -1,0 +1,90 @@
+import EmbeddedServer
+import Foundation
+import JSON
+import LoadEngine
+import Reporting
+import Testing
+import TestSupport
+
+private func transferRun(_ scenarios: String, duration: String = "30s", faults: FaultSwitches = FaultSwitches()) async throws -> RunResult {
+    try await withServer { server in
+        try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "transfers", "target": "\(server.url)", "duration": "\(duration)", "gracefulStop": "10s",
+             "seed": 3, "scenarios": [\(scenarios)]}
+            """), faults: faults).run()
+    }
+}
+
+@Suite("Transfer scenarios", .serialized)
+struct TransferRunTests {
+    @Test("downloads (every one cut and resumed), ranged downloads and uploads: exact counts, verified digests, nothing left")
+    func mixedRun() async throws {
+        let result = try await transferRun("""
+            {"name": "dl", "kind": "download", "connections": 8, "transfer": {"size": "1MiB", "interrupt": 1, "repeats": 5}},
+            {"name": "ranged", "kind": "download", "connections": 2, "transfer": {"size": "8MiB", "segments": 4, "minSegmentSize": "1MiB", "repeats": 2}},
+            {"name": "up", "kind": "upload", "connections": 4, "transfer": {"size": "512KiB", "repeats": 5}},
+            {"name": "form", "kind": "upload", "connections": 1, "transfer": {"size": "100000", "method": "POST", "multipart": true, "repeats": 3}}
+            """)
+        #expect(result.invariantsHeld, "\(result.invariants)")
+        let byName = Dictionary(uniqueKeysWithValues: result.scenarios.map { ($0.scenario.name, $0.metrics) })
+        let downloads = try #require(byName["dl"])
+        #expect(downloads.count("http.transfers_started") == 40 && downloads.count("http.transfers_completed") == 40)
+        #expect(downloads.count("http.resumes") == 40, "every download was cut once and resumed")
+        #expect(downloads.count("http.bytes_received") == 40 << 20, "a resume fetches only what is missing")
+        #expect(downloads.count("http.status.206") == 40 && downloads.count("http.status.200") == 40)
+        #expect(downloads.histograms["http.transfer_duration"]?.totalCount == 40)
+        #expect(downloads.histograms["http.ttfb"]?.totalCount == 40)
+        let ranged = try #require(byName["ranged"])
+        #expect(ranged.count("http.transfers_completed") == 4 && ranged.count("http.status.206") == 16)
+        #expect(ranged.count("http.bytes_received") == 4 * (8 << 20))
+        let uploads = try #require(byName["up"])
+        #expect(uploads.count("http.transfers_completed") == 20 && uploads.count("http.bytes_sent") == 20 * 512 * 1024)
+        #expect(uploads.count("http.status.201") == 20)
+        #expect(try #require(byName["form"]).count("http.status.200") == 3)
+        #expect(result.total.errorCount == 0)
+        #expect((result.invariants.checked[Invariant.transferDigest.rawValue] ?? 0) == 44, "40 downloads and 4 ranged ones")
+        #expect((result.invariants.checked[Invariant.transferCompletedOnce.rawValue] ?? 0) == 67)
+        #expect((result.invariants.checked[Invariant.transferNoTemporaryFiles.rawValue] ?? 0) >= 48)
+        #expect(result.liveHandlesAfterStop == 0 && result.waitingTasksAfterStop == 0)
+        let report = RunReport.json(result, toolVersion: "t", commit: nil)
+        #expect(report["total"]?["metrics"]?["http.throughput"]?["unit"]?.stringValue == "KiB/s")
+        #expect(report["total"]?["metrics"]?["http.ttfb"]?["unit"]?.stringValue == "us")
+    }
+
+    @Test("a completion delivered twice is caught")
+    func completionTwice() async throws {
+        var faults = FaultSwitches()
+        faults.deliverCompletionTwice = true
+        let result = try await transferRun("""
+            {"name": "dl", "kind": "download", "connections": 2, "transfer": {"size": "64KiB", "repeats": 2}}
+            """, faults: faults)
+        #expect(result.invariants.violations[Invariant.transferCompletedOnce.rawValue] == 1, "\(result.invariants)")
+        #expect(result.invariants.examples[Invariant.transferCompletedOnce.rawValue]?.first?.detail == "download 0 completed 2 times")
+    }
+
+    @Test("a partial file forgotten after an interruption is caught, by the task and by the end-of-run scan")
+    func forgottenPartialFile() async throws {
+        var faults = FaultSwitches()
+        faults.forgetPartialFile = true
+        let result = try await transferRun("""
+            {"name": "dl", "kind": "download", "connections": 2, "transfer": {"size": "1MiB", "interrupt": 1, "repeats": 2}}
+            """, faults: faults)
+        let name = Invariant.transferNoTemporaryFiles.rawValue
+        // 4 tasks each leave one file; the scan after the run finds the same 4.
+        #expect(result.invariants.violations[name] == 8, "\(result.invariants)")
+        #expect(result.invariants.examples[name]?.contains { $0.detail.contains("temporary files left in") } == true)
+        #expect(result.total.count("http.transfers_completed") == 4, "the downloads themselves still complete")
+    }
+
+    @Test("a wrong expected digest for a URL is a digest violation, not a silent success")
+    func wrongDigest() async throws {
+        let result = try await withServer { server in
+            try await LoadRun(profile: try profile("""
+                {"version": 1, "name": "digest", "target": "\(server.url)", "duration": "20s", "scenarios": [
+                  {"name": "dl", "kind": "download", "connections": 1,
+                   "transfer": {"path": "/bytes/1000", "repeats": 2, "sha256": "\(String(repeating: "ab", count: 32))"}}]}
+                """)).run()
+        }
+        #expect(result.invariants.violations[Invariant.transferDigest.rawValue] == 2)
+    }
+}

@@ -43,7 +43,8 @@ struct CLITests {
               compare                 Compare two reports (or two sets of repeated runs) with a CI gate.
               merge                   Merge reports of one profile (shards) into one, exactly.
               report                  Print a saved report's summary; export it as HTML or an HdrHistogram log.
-              serve                   Run the embedded WebSocket echo server (with chaos options).
+              download                Download one URL (single stream or ranged), resumable, with a progress bar.
+              serve                   Run the embedded WebSocket echo and HTTP file server (with chaos options).
               autobahn                Run the Autobahn|Testsuite client cases against a fuzzing server.
               help                    Show help for a subcommand.
 

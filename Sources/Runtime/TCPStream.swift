@@ -101,6 +101,13 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     func read(into buffer: inout [UInt8], maxBytes: Int) async throws -> Int {
         while true {
             let available = received.count - receivedStart
+            if available > 0 && buffer.isEmpty && receivedStart == 0 && available <= maxBytes && received.count > 16 * 1024 {
+                // Hand the whole receive buffer over instead of copying it (bulk transfers read this way);
+                // keep the caller's empty buffer (and its capacity) for the next bytes.
+                swap(&buffer, &received)
+                if !isReading && readEnd == nil && !isClosing { try startReading() }
+                return available
+            }
             if available > 0 {
                 let count = min(available, maxBytes)
                 buffer.append(contentsOf: received[receivedStart..<(receivedStart + count)])

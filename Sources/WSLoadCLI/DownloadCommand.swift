@@ -29,6 +29,7 @@ enum DownloadCommand: Subcommand {
           --connections <m>       Use at most m connections at once (aria2 -x). (default: the segment count)
           --min-segment <size>    Smallest range to split off (aria2 -k). (default: 1MiB)
           --sha256 <hex>          Verify the finished file; a mismatch fails and keeps nothing at FILE.
+          --digest                Print the finished file's SHA-256 (computed as it arrives when it can be).
           --session <id>          Journal the transfer so a killed process resumes it (see above).
           --limit-rate <size>     At most this many bytes per second.
           --timeout <duration>    Fail a request that sends nothing for this long. (default: 60s)
@@ -124,7 +125,7 @@ enum DownloadCommand: Subcommand {
             arguments.map { $0 == "-o" ? "--output" : $0 },
             valueOptions: ["output", "segments", "connections", "min-segment", "sha256", "session", "limit-rate", "timeout", "max-time",
                            "retries", "header", "token-env", "ca-file"],
-            flagOptions: ["insecure", "quiet"], acceptsPositional: true)
+            flagOptions: ["insecure", "quiet", "digest"], acceptsPositional: true)
         guard parsed.positional.count == 1 else { throw UsageError("give exactly one URL") }
         let url: HTTPURL
         do {
@@ -173,7 +174,8 @@ enum DownloadCommand: Subcommand {
         configuration.isDurable = parsed.value("session") != nil
         let request = DownloadRequest(
             url: url, destination: output, segments: segments, connections: connections,
-            minimumSegmentSize: try parsed.byteSize("min-segment") ?? 1024 * 1024, expectedSHA256: expected, computesDigest: true)
+            minimumSegmentSize: try parsed.byteSize("min-segment") ?? 1024 * 1024, expectedSHA256: expected,
+            computesDigest: parsed.has("digest"))
         return Options(url: url, output: output, request: request, configuration: configuration, session: parsed.value("session"),
                        isQuiet: parsed.has("quiet"))
     }

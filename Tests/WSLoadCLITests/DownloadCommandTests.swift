@@ -97,7 +97,7 @@ struct DownloadCommandTests {
             let url = "\(server.httpURL)/bytes/\(size)?seed=5&throttle=8000000"
             let destination = scratch.file("big.bin")
             let journal = scratch.file("s1.wsload-session")
-            let process = try startWSLoad(["download", url, "-o", destination, "--session", "s1", "--quiet"])
+            let process = try startWSLoad(["download", url, "-o", destination, "--session", "s1", "--digest", "--quiet"])
             // Watch the journal from a thread of its own: the cooperative pool may be busy with other suites,
             // and a late look would find the download finished (and its journal compacted).
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

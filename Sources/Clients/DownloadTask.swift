@@ -465,19 +465,18 @@ public actor DownloadTask {
         var reused = reused
         for _ in 0...configuration.maximumRedirects {
             try Task.checkCancellation()
-            let connection: HTTPClientConnection
-            if let candidate = reused, candidate.isReusable, candidate.origin == HTTPClientConnection.origin(of: target) {
-                connection = candidate
+            let candidate: HTTPClientConnection
+            if let existing = reused, existing.isReusable, existing.origin == HTTPClientConnection.origin(of: target) {
+                candidate = existing
             } else {
                 reused?.close()
-                connection = try await HTTPClientConnection.connect(to: target, configuration: configuration, on: loop)
+                candidate = try await HTTPClientConnection.connect(to: target, configuration: configuration, on: loop)
                 connectionsOpened += 1
             }
+            let isReused = reused != nil && candidate === reused
             reused = nil
-            liveConnections[ObjectIdentifier(connection)] = connection
             let sent = LoopClock().now
-            try await connection.send(connection.requestHead(method: "GET", url: target, headers: headers))
-            let head = try await connection.readResponseHead()
+            let (connection, head) = try await exchange(on: candidate, isReused: isReused, target: target, headers: headers)
             if timeToFirstByte == nil { timeToFirstByte = sent.duration(to: LoopClock().now) }
             statuses[head.status, default: 0] += 1
             let framing = try HTTPBodyFraming(response: head, requestMethod: "GET")
@@ -506,6 +505,26 @@ public actor DownloadTask {
             }
         }
         throw TransferError(.tooManyRedirects, "more than \(configuration.maximumRedirects) redirects from \(request.url)")
+    }
+
+    /// Sends the GET and reads the response head. On a kept-alive connection the server had already
+    /// closed (nothing came back), the GET is sent once more on a new connection (RFC 9112 §9.3.1).
+    private func exchange(
+        on connection: HTTPClientConnection, isReused: Bool, target: HTTPURL, headers: HTTPHeaders
+    ) async throws -> (HTTPClientConnection, HTTPResponseHead) {
+        liveConnections[ObjectIdentifier(connection)] = connection
+        do {
+            try await connection.send(connection.requestHead(method: "GET", url: target, headers: headers))
+            return (connection, try await connection.readResponseHead())
+        } catch let error as TransferError where isReused && error.code == .network
+            && (connection.wasClosedBeforeResponse || error.runtimeCode == RuntimeError.Code.brokenPipe.name
+                || error.runtimeCode == RuntimeError.Code.connectionReset.name)
+        {
+            release(connection)
+            let fresh = try await HTTPClientConnection.connect(to: target, configuration: configuration, on: loop)
+            connectionsOpened += 1
+            return try await exchange(on: fresh, isReused: false, target: target, headers: headers)
+        }
     }
 
     private func release(_ connection: HTTPClientConnection) {

@@ -21,6 +21,10 @@ public final class HTTPClientConnection: @unchecked Sendable {
     public private(set) var isReusable = true
     /// Requests sent on this connection.
     public private(set) var requestCount = 0
+    /// True when the last ``readResponseHead()`` failed because the server closed the connection before
+    /// sending a byte of the response: a kept-alive connection the server had already given up on, where
+    /// an idempotent request may be sent again on a new connection (RFC 9112 §9.3.1).
+    public private(set) var wasClosedBeforeResponse = false
     /// TCP connect and TLS handshake times, for `http.connect` metrics.
     public let connectDuration: Duration
     public let tlsDuration: Duration?
@@ -99,6 +103,7 @@ public final class HTTPClientConnection: @unchecked Sendable {
             }
             guard try await readMore() > 0 else {
                 isReusable = false
+                wasClosedBeforeResponse = buffer.isEmpty
                 throw TransferError(TransferError.Code.network, buffer.isEmpty ? "the server closed the connection before answering"
                                     : "the server closed the connection inside a response head",
                                     runtimeCode: RuntimeError.Code.endOfStream.name)
@@ -118,6 +123,7 @@ public final class HTTPClientConnection: @unchecked Sendable {
         var isAbandoned = false
         var paced: Int64 = 0
         while true {
+            if decoder.isComplete { return decoder.bodyBytes }  // No body (HEAD, 204, 304, Content-Length: 0).
             if !buffer.isEmpty {
                 let progress: HTTPBodyDecoder.Progress
                 do {

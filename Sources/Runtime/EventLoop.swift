@@ -33,6 +33,8 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
 
     // Loop-confined state.
     private var localQueue: [LoopWork] = []
+    /// True while ``drainLocalQueue()`` runs (it may be re-entered).
+    private var isDraining = false
     private var drainBuffer: [LoopWork] = []
     private var transferBuffer: [LoopWork] = []
     private var isIdleActive = false
@@ -228,14 +230,23 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
     }
 
     private func drainLocalQueue() {
+        // A drain can be re-entered (shutdown drains while closing handles, from inside a drain). A nested
+        // drain takes batches of its own: swapping the shared spare buffer would hand the outer drain's
+        // batch back to the queue, and its jobs would run twice.
+        let isNested = isDraining
+        isDraining = true
+        defer { if !isNested { isDraining = false } }
         // A bounded number of rounds, so a job storm cannot starve I/O; the idle handle brings us back.
         var rounds = 0
         while !localQueue.isEmpty && rounds < 16 {
-            swap(&localQueue, &drainBuffer)
-            for work in drainBuffer {
+            var batch: [LoopWork] = []
+            if !isNested { swap(&batch, &drainBuffer) }  // reuse the spare buffer's capacity
+            swap(&localQueue, &batch)
+            for work in batch {
                 run(work)
             }
-            drainBuffer.removeAll(keepingCapacity: drainBuffer.capacity <= 4096)
+            batch.removeAll(keepingCapacity: batch.capacity <= 4096)
+            if !isNested { swap(&batch, &drainBuffer) }
             rounds += 1
         }
         if localQueue.isEmpty && isIdleActive {

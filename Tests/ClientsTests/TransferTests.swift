@@ -456,3 +456,69 @@ final class RequestLog: @unchecked Sendable {
     var targets: [String] { lock.withLock { requests.map(\.target) } }
     var authorization: [String] { lock.withLock { requests.compactMap { $0.headers["Authorization"] } } }
 }
+
+@Suite("Download options")
+struct DownloadOptionTests {
+    @Test("https with the test CA verifies; without it the download fails with tls_verify and leaves nothing")
+    func https() async throws {
+        let certificates = try TestCertificates.shared.get()
+        let scratch = try TransferScratch()
+        var configuration = ServerConfiguration()
+        configuration.tls = try TLSContext(role: .server, configuration: TLSConfiguration(
+            certificateChainFile: certificates.leafCertificate, privateKeyFile: certificates.leafKey))
+        try await withLoopGroup { group in
+            try await withEmbeddedServer(configuration, on: group) { server in
+                let url = "https://localhost:\(server.localAddress.port)/bytes/3000000?seed=8"
+                let trusted = TransferConfiguration(tls: try TLSContext(role: .client, configuration: TLSConfiguration(caFile: certificates.caFile)))
+                let result = try await download(url, to: scratch.file("s.bin"), segments: 2, expected: PatternContent.sha256(size: 3_000_000, seed: 8),
+                                                configuration: trusted, loop: group.loops[0])
+                #expect(result.segments == 2 && result.length == 3_000_000)
+                let failure = try await failedDownload(url, to: scratch.file("u.bin"), loop: group.loops[0])
+                #expect(failure.metricCode == "tls_verify", "\(failure)")
+            }
+        }
+        #expect(scratch.contents == ["s.bin"])
+    }
+
+    @Test("resume data for a stream that had in fact finished: the 416 completes it without fetching a byte")
+    func rangeNotSatisfiableCompletes() async throws {
+        let scratch = try TransferScratch()
+        let size: Int64 = 100_000
+        let part = scratch.file("f.bin.wsload-part")
+        let file = try DataFile.open(part, mode: .createNew)
+        var buffer: [UInt8] = []
+        PatternContent.fill(&buffer, count: Int(size), offset: 0, seed: 0)
+        try file.write(buffer[...], at: 0)
+        file.close()
+        let result = try await withLoopGroup { group in
+            try await withEmbeddedServer(on: group) { server in
+                // A single stream of unknown length with every byte on disk (the server's validators for /bytes/100000).
+                let resume = ResumeData(url: "\(server.httpURL)/bytes/\(size)", destination: scratch.file("f.bin"), partPath: part,
+                                        validators: Validators(entityTag: EntityTag(opaque: "p-\(size)-0")), totalLength: nil,
+                                        segments: [SegmentProgress(first: 0, last: nil, received: size)])
+                return try await download("\(server.httpURL)/bytes/\(size)", to: scratch.file("f.bin"),
+                                          expected: PatternContent.sha256(size: size, seed: 0), resumeData: resume, loop: group.loops[0])
+            }
+        }
+        #expect(result.bytesTransferred == 0 && result.statuses == [416: 1] && result.length == size)
+    }
+
+    @Test("resource timeout ends a slow transfer with resource_timeout and resume data; earliestBeginDate delays the start")
+    func timeouts() async throws {
+        let scratch = try TransferScratch()
+        try await withLoopGroup { group in
+            try await withEmbeddedServer(on: group) { server in
+                let slow = TransferConfiguration(resourceTimeout: .milliseconds(500), retry: ReconnectPolicy(maximumAttempts: 0))
+                let failure = try await failedDownload("\(server.httpURL)/bytes/10000000?throttle=2000000", to: scratch.file("slow.bin"),
+                                                       configuration: slow, loop: group.loops[0])
+                #expect(failure.metricCode == "resource_timeout", "\(failure)")
+                #expect((failure.resumeData?.bytesOnDisk ?? 0) > 0)
+                let loop = group.loops[0]
+                let request = DownloadRequest(url: try HTTPURL("\(server.httpURL)/bytes/10"), destination: scratch.file("late.bin"),
+                                              earliestBeginDate: WallClock.secondsSince1970() + 0.4)
+                let result = try await onLoop(loop) { try await DownloadTask(request: request, loop: loop).run() }
+                #expect(result.duration >= .milliseconds(350), "\(result.duration)")
+            }
+        }
+    }
+}

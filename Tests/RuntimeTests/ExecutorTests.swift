@@ -1,3 +1,4 @@
+import Foundation
 import Runtime
 import TestSupport
 import Synchronization
@@ -108,6 +109,30 @@ struct ExecutorTests {
         }
     }
 
+    @Test("shutdown with forgotten handles whose waiters resume: each job runs once, no handle is closed twice")
+    func shutdownWithParkedWaiters() async throws {
+        let loop = try EventLoop()
+        let listener = try await loop.submit { try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop) }
+        let failures = FailureCount()
+        // Tasks parked on the loop (an accept, and timers) that nobody cancels: shutdown must close their handles,
+        // fail their waiters, and run each resumed job exactly once while it drains.
+        var parked: [Task<Void, Never>] = [Task(executorPreference: loop.taskExecutor) {
+            do { _ = try await listener.accept() } catch { failures.add() }
+        }]
+        for _ in 0..<3 {
+            parked.append(Task(executorPreference: loop.taskExecutor) {
+                do { try await loop.sleep(for: .seconds(3600)) } catch { failures.add() }
+            })
+        }
+        try await waitUntil { loop.waitingTaskCount == 4 }
+        let leaked = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: loop.shutdown()) }.start()
+        }
+        #expect(leaked == 4)
+        for task in parked { await task.value }
+        #expect(failures.value == 4)
+    }
+
     @Test("work enqueued after shutdown is dropped and counted, not crashed on")
     func workAfterShutdown() throws {
         let loop = try EventLoop()
@@ -115,4 +140,10 @@ struct ExecutorTests {
         loop.execute {}
         #expect(loop.droppedWorkCount == 1)
     }
+}
+
+private final class FailureCount: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import Runtime
 import TestSupport
 import Synchronization
@@ -136,10 +137,21 @@ struct TCPTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             try await onLoop(loop) {
-                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
-                let address = listener.localAddress
-                listener.close()
-                try await loop.sleep(for: .milliseconds(5))
+                // A port bound but not listening answers SYN with RST; keeping it bound (unlike closing a
+                // listener) stops a parallel test from taking the port in between.
+                let reserved = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                defer { Glibc.close(reserved) }
+                var bound = sockaddr_in()
+                bound.sin_family = sa_family_t(AF_INET)
+                bound.sin_addr.s_addr = inet_addr("127.0.0.1")
+                var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                let isBound = withUnsafeMutablePointer(to: &bound) { pointer in
+                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        Glibc.bind(reserved, $0, length) == 0 && getsockname(reserved, $0, &length) == 0
+                    }
+                }
+                try #require(isBound)
+                let address = try SocketAddress(ip: "127.0.0.1", port: Int(UInt16(bigEndian: bound.sin_port)))
                 let error = await #expect(throws: RuntimeError.self) {
                     _ = try await TCPConnection.connect(to: address, on: loop)
                 }

@@ -12,11 +12,17 @@ import WebSocket
 /// server and closes every connection.
 public final class EmbeddedServer: Sendable {
     public let configuration: ServerConfiguration
-    private let listeners: [TCPListener]
+    /// The current listeners (replaced by a restart).
+    private let listeners: Mutex<[TCPListener]>
+    private let loops: [EventLoop]
+    /// The live WebSocket sessions of each loop, for chaos actions (index: loop index).
+    let registries: [SessionRegistry]
+    /// Set by a restart: how long ``run()`` waits before listening again.
+    private let restartPause = Mutex<Duration?>(nil)
     public let statistics = ServerStatistics()
 
-    /// The bound address (the real port when port 0 was asked for).
-    public var localAddress: SocketAddress { listeners[0].localAddress }
+    /// The bound address (the real port when port 0 was asked for); a restart listens on it again.
+    public let localAddress: SocketAddress
 
     /// `http://HOST:PORT` or `https://…` for this server's HTTP routes (no trailing slash).
     public var httpURL: String {
@@ -34,7 +40,10 @@ public final class EmbeddedServer: Sendable {
 
     private init(configuration: ServerConfiguration, listeners: [TCPListener]) {
         self.configuration = configuration
-        self.listeners = listeners
+        self.listeners = Mutex(listeners)
+        loops = listeners.map(\.loop)
+        localAddress = listeners[0].localAddress
+        registries = listeners.map { _ in SessionRegistry() }
     }
 
     /// Binds one listener per loop of `group` on the configured address.
@@ -47,16 +56,46 @@ public final class EmbeddedServer: Sendable {
     /// Serves until the calling task is cancelled; then closes the listeners and every connection.
     /// The executor to start ``run()`` on (`addTask(executorPreference: server.taskExecutor)`): the
     /// server then starts accepting at once, however busy the global pool is.
-    public var taskExecutor: LoopTaskExecutor { listeners[0].loop.taskExecutor }
+    public var taskExecutor: LoopTaskExecutor { loops[0].taskExecutor }
 
     public func run() async {
-        await withDiscardingTaskGroup { tasks in
-            for (index, listener) in listeners.enumerated() {
-                tasks.addTask(executorPreference: listener.loop.taskExecutor) {
-                    await self.acceptLoop(listener, seed: self.configuration.chaos.seed.map { $0 &+ UInt64(index) })
+        var generation: UInt64 = 0
+        while !Task.isCancelled {
+            let current = listeners.withLock { $0 }
+            let seedOffset = generation << 32
+            await withDiscardingTaskGroup { tasks in
+                for (index, listener) in current.enumerated() {
+                    tasks.addTask(executorPreference: listener.loop.taskExecutor) {
+                        await self.acceptLoop(listener, seed: self.configuration.chaos.seed.map { $0 &+ UInt64(index) &+ seedOffset })
+                    }
                 }
             }
+            // The listeners closed: a restart (listen again after the pause), or the end.
+            guard !Task.isCancelled, let pause = restartPause.withLock({ pause in defer { pause = nil }; return pause }) else { return }
+            try? await loops[0].sleep(for: pause)
+            guard !Task.isCancelled, let fresh = try? await TCPListener.bind(localAddress, on: loops, backlog: 4096) else { return }
+            listeners.withLock { $0 = fresh }
+            statistics.restarts.add(1, ordering: .relaxed)
+            generation += 1
         }
+    }
+
+    /// Applies a chaos action to the live WebSocket sessions (or the listeners, for a restart).
+    /// - Returns: how many connections it affected.
+    @discardableResult
+    public func perform(_ action: ServerChaosAction, seed: UInt64 = 0) async -> Int {
+        if case .restart(let pause) = action {
+            restartPause.withLock { $0 = pause }
+            for listener in listeners.withLock({ $0 }) { listener.close() }
+        }
+        var affected = 0
+        for (index, loop) in loops.enumerated() {
+            let registry = registries[index]
+            let loopSeed = seed &+ UInt64(index)
+            affected += (try? await loop.submit { registry.apply(action, on: loop, seed: loopSeed) }) ?? 0
+        }
+        statistics.chaosCloses.add(affected, ordering: .relaxed)
+        return affected
     }
 
     private func acceptLoop(_ listener: TCPListener, seed: UInt64?) async {
@@ -82,6 +121,7 @@ public final class ServerStatistics: Sendable {
     public let messagesPushed = Atomic<Int>(0)
     public let chaosCloses = Atomic<Int>(0)
     public let protocolFailures = Atomic<Int>(0)
+    public let restarts = Atomic<Int>(0)
     public let httpRequests = Atomic<Int>(0)
     public let bytesServed = Atomic<Int>(0)
     public let uploads = Atomic<Int>(0)
@@ -93,5 +133,67 @@ public final class ServerStatistics: Sendable {
             + "rejected \(rejected.load(ordering: .relaxed)), active \(active.load(ordering: .relaxed)), "
             + "echoed \(messagesEchoed.load(ordering: .relaxed)), pushed \(messagesPushed.load(ordering: .relaxed)), chaos closes \(chaosCloses.load(ordering: .relaxed)), "
             + "protocol failures \(protocolFailures.load(ordering: .relaxed))"
+    }
+}
+
+/// A fault applied to a running server at a moment of a run (a profile's chaos timeline).
+public enum ServerChaosAction: Sendable, Hashable, CustomStringConvertible {
+    /// Drop the TCP connection (no close frame; clients see 1006) of this share of the sessions.
+    case kill(fraction: Double)
+    /// Send a close frame with `code` to this share of the sessions.
+    case close(code: WebSocketCloseCode, fraction: Double)
+    /// Stop reading (no echoes, no pongs) for `duration` on this share of the sessions.
+    case stall(duration: Duration, fraction: Double)
+    /// Stop listening and drop every session; listen again on the same address after `downFor`.
+    case restart(downFor: Duration)
+
+    public var description: String {
+        switch self {
+        case .kill(let fraction): "kill \(Int((fraction * 100).rounded()))%"
+        case .close(let code, let fraction): "close \(code.rawValue) \(Int((fraction * 100).rounded()))%"
+        case .stall(let duration, let fraction): "stall \(duration) \(Int((fraction * 100).rounded()))%"
+        case .restart(let pause): "restart (down \(pause))"
+        }
+    }
+}
+
+/// The live sessions of one loop; loop-confined.
+final class SessionRegistry: @unchecked Sendable {
+    private var sessions: [ObjectIdentifier: ServerSession] = [:]
+    private var order: [ObjectIdentifier] = []
+
+    func insert(_ session: ServerSession) {
+        let key = ObjectIdentifier(session)
+        sessions[key] = session
+        order.append(key)
+    }
+
+    func remove(_ session: ServerSession) {
+        let key = ObjectIdentifier(session)
+        guard sessions.removeValue(forKey: key) != nil else { return }
+        order.removeAll { $0 == key }
+    }
+
+    /// Applies `action` to its share of the sessions (chosen with `seed`, in connection order); on the loop.
+    func apply(_ action: ServerChaosAction, on loop: EventLoop, seed: UInt64) -> Int {
+        let fraction: Double
+        switch action {
+        case .kill(let share), .close(_, let share), .stall(_, let share): fraction = share
+        case .restart: fraction = 1
+        }
+        var random = SeededRandomNumberGenerator(seed: seed)
+        let count = Int((Double(order.count) * fraction).rounded(.up))
+        let chosen = order.shuffled(using: &random).prefix(count).compactMap { sessions[$0] }
+        for session in chosen {
+            switch action {
+            case .kill, .restart:
+                session.assumeIsolated { $0.drop() }
+            case .close(let code, _):
+                Task(executorPreference: loop.taskExecutor) { await session.close(code: code) }
+            case .stall(let duration, _):
+                session.assumeIsolated { $0.stall(for: duration) }
+            }
+        }
+        return chosen.count
     }
 }

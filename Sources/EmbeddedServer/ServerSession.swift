@@ -18,6 +18,8 @@ actor ServerSession {
     private var closeTimer: ScheduledTimer?
     /// Set when the client opened `/push`.
     private var push: PushStream?
+    /// Until when reads are stalled by a chaos action.
+    private var stalledUntil: LoopClock.Instant?
     /// A plain HTTP request (no upgrade) for ``HTTPService``, with the bytes read after its head.
     private var httpRequest: (HTTPRequestHead, [UInt8])?
 
@@ -48,7 +50,12 @@ actor ServerSession {
         }
         server.statistics.upgraded.add(1, ordering: .relaxed)
         server.statistics.active.add(1, ordering: .relaxed)
-        defer { server.statistics.active.subtract(1, ordering: .relaxed) }
+        let registry = server.registries[loop.index % server.registries.count]
+        registry.insert(self)
+        defer {
+            registry.remove(self)
+            server.statistics.active.subtract(1, ordering: .relaxed)
+        }
         await withDiscardingTaskGroup { tasks in
             if let delay = chaos.closeAfter {
                 tasks.addTask(executorPreference: loop.taskExecutor) {
@@ -151,6 +158,11 @@ actor ServerSession {
                 try await flush()
                 buffer.removeAll(keepingCapacity: true)
                 guard try await stream.read(into: &buffer, maxBytes: 64 * 1024) > 0 else { return }
+                if let until = stalledUntil {
+                    // A stalled server: what arrived waits, unanswered, until the stall ends.
+                    stalledUntil = nil
+                    try await LoopClock().sleep(until: until)
+                }
                 connection.receive(buffer)
             }
         } catch {
@@ -177,6 +189,28 @@ actor ServerSession {
     private func flush() async throws {
         guard let stream, connection.hasOutput else { return }
         try await stream.write(connection.takeOutput())
+    }
+
+    /// Chaos: drops the TCP connection at once (the client sees 1006).
+    func drop() {
+        guard !isClosed else { return }
+        isClosed = true
+        stream?.close()
+        tcp.close()
+    }
+
+    /// Chaos: reads nothing more until `duration` has passed.
+    func stall(for duration: Duration) {
+        stalledUntil = LoopClock().now.advanced(by: duration)
+    }
+
+    /// Chaos: a close frame with `code`, then the closing handshake (forced after 5 s).
+    func close(code: WebSocketCloseCode) async {
+        guard !isClosed, connection.state == .open else { return }
+        connection.close(code: code, reason: "chaos")
+        try? await flush()
+        let stream = stream
+        closeTimer = ScheduledTimer(on: loop, after: .seconds(5)) { stream?.close() }
     }
 
     /// Ends the connection the way ``ChaosOptions/closeMode`` says.

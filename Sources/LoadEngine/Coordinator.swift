@@ -1,4 +1,5 @@
 import Crypto
+import EmbeddedServer
 import Foundation
 import Reporting
 import Runtime
@@ -16,6 +17,10 @@ struct Coordinator {
     let onProgress: (@Sendable (RunProgress) -> Void)?
     let seed: UInt64
     let faults: FaultSwitches
+    /// Applies a chaos action to the embedded server; nil when the target is not embedded.
+    var chaosHandler: (@Sendable (ServerChaosAction, UInt64) async -> Int)?
+    private var nextChaos = 0
+    private let chaosLog = ChaosLog()
 
     /// How often the ramp is followed.
     static let tick: Duration = .milliseconds(50)
@@ -81,6 +86,7 @@ struct Coordinator {
             while true {
                 let elapsed = clock.now - start
                 if elapsed >= profile.duration || shutdown?.isRequested == true || abortedBy != nil { break }
+                fireChaos(at: elapsed, in: &connections)
                 followRamps(at: elapsed, in: &connections)
                 let isRampDone = plans.indices.allSatisfy {
                     everStarted[$0] >= plans[$0].websocket.connections
@@ -99,12 +105,29 @@ struct Coordinator {
         if unfinished > 0 { total.counters["ws.unfinished_at_stop", default: 0] += UInt64(unfinished) }
         let thresholds = ThresholdEvaluator.evaluate(
             profile.thresholds, total: total, scenarios: namedTotals, seconds: min(elapsed, profile.duration).seconds)
-        return RunResult(
+        var result = RunResult(
             profile: profile, seed: seed, loops: group.loops.count, startedAt: startedAt, endedAt: Date(), elapsed: elapsed,
             interruptedBy: shutdown?.signal.map { $0 == 0 ? "request" : signalName($0) }, abortedBy: abortedBy,
             scenarios: zip(plans, scenarioTotals).map { .init(scenario: $0.scenario, metrics: $1) }, total: total,
             intervals: intervals, thresholds: thresholds, unfinishedConnections: unfinished, liveHandlesAfterStop: 0,
             waitingTasksAfterStop: 0, invariants: invariants)
+        result.chaos = chaosLog.records.sorted { $0.at < $1.at }
+        return result
+    }
+
+    /// Fires the chaos events that fell due (each in a task of its own: a restart's pause must not hold the ticks).
+    private mutating func fireChaos(at elapsed: Duration, in connections: inout TaskGroup<Void>) {
+        guard let handler = chaosHandler else { return }
+        while nextChaos < profile.chaos.count && profile.chaos[nextChaos].at <= elapsed {
+            let event = profile.chaos[nextChaos]
+            let eventSeed = seed &+ UInt64(nextChaos) &* 0x9E37_79B9
+            nextChaos += 1
+            let log = chaosLog
+            connections.addTask {
+                let affected = await handler(event.action, eventSeed)
+                log.append(.init(at: event.at, firedAt: elapsed, action: event.action.description, affected: affected))
+            }
+        }
     }
 
     /// Starts connections up to the highest target since the last tick (a stage's peak between two ticks
@@ -239,6 +262,13 @@ struct Coordinator {
     }
 
     private var namedTotals: [(String, MetricSet)] { zip(plans, scenarioTotals).map { ($0.scenario.name, $1) } }
+}
+
+/// The chaos events that fired, recorded from their tasks.
+private final class ChaosLog: Sendable {
+    private let storage = Mutex<[RunResult.ChaosRecord]>([])
+    var records: [RunResult.ChaosRecord] { storage.withLock { $0 } }
+    func append(_ record: RunResult.ChaosRecord) { storage.withLock { $0.append(record) } }
 }
 
 /// Connections that have ended, counted from their own tasks.

@@ -75,6 +75,16 @@ public struct RunResult: Sendable {
     public var mergedFrom: [String] = []
     /// What the correctness oracle checked and found.
     public var invariants = InvariantReport()
+    /// The chaos timeline as it happened.
+    public var chaos: [ChaosRecord] = []
+
+    /// One chaos event of the run: when it was planned, when it fired, and how many connections it hit.
+    public struct ChaosRecord: Sendable, Equatable {
+        public var at: Duration
+        public var firedAt: Duration
+        public var action: String
+        public var affected: Int
+    }
 
     public var thresholdsPassed: Bool { thresholds.allSatisfy(\.passed) }
     public var invariantsHeld: Bool { invariants.isHeld }
@@ -173,6 +183,9 @@ public struct LoadRun: Sendable {
             var coordinator = Coordinator(
                 profile: profile, plans: plans, group: group, random: random, shutdown: shutdown,
                 onProgress: onProgress, seed: seed, faults: faults)
+            if let server {
+                coordinator.chaosHandler = { action, seed in await server.perform(action, seed: seed) }
+            }
             let result = await withTaskExecutorPreference(control.taskExecutor) { await coordinator.run() }
             serverTasks.cancelAll()
             return result

@@ -1,4 +1,5 @@
 import Clients
+import EmbeddedServer
 import JSON
 import WebSocket
 
@@ -69,9 +70,23 @@ public struct Profile: Sendable {
     public var seed: UInt64?
     public var scenarios: [Scenario]
     public var thresholds: [Threshold] = []
+    /// Faults applied to the embedded server at moments of the run.
+    public var chaos: [ChaosEvent] = []
     public var report = ReportOptions()
     /// The document the profile was decoded from (reports embed it, with secrets removed).
     public var document: JSONValue = .null
+}
+
+/// A fault at a moment of the run (a profile's `chaos` timeline), applied to the embedded server.
+public struct ChaosEvent: Sendable, Equatable {
+    /// When, from the start of the run.
+    public var at: Duration
+    public var action: ServerChaosAction
+
+    public init(at: Duration, action: ServerChaosAction) {
+        self.at = at
+        self.action = action
+    }
 }
 
 /// One group of simulated clients doing the same thing.

@@ -95,6 +95,12 @@ public enum RunReport {
             return .object(entry)
         })
         report["thresholdsPassed"] = .bool(result.thresholdsPassed)
+        if !result.chaos.isEmpty {
+            report["chaos"] = .array(result.chaos.map { record in
+                ["at": .number(roundedSeconds(record.at)), "firedAt": .number(roundedSeconds(record.firedAt)),
+                 "action": .string(record.action), "affected": JSONValue(record.affected)]
+            })
+        }
         report["invariants"] = result.invariants.json()
         report["invariantsHeld"] = .bool(result.invariantsHeld)
         var errors = JSONObject()

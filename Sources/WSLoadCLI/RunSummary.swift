@@ -33,6 +33,10 @@ enum RunSummary {
             lines.append("errors: " + result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped(Int($0.value)))" }
                 .joined(separator: ", "))
         }
+        if !result.chaos.isEmpty {
+            lines.append("chaos: " + result.chaos.map { "\($0.action) at \(formatDuration($0.firedAt)) (\(grouped($0.affected)) connections)" }
+                .joined(separator: "; "))
+        }
         if result.unfinishedConnections > 0 {
             lines.append("\(result.unfinishedConnections) connections did not close within gracefulStop and were cancelled")
         }

@@ -1,0 +1,63 @@
+import EmbeddedServer
+import Foundation
+import JSON
+import LoadEngine
+import Reporting
+import Testing
+import TestSupport
+
+@Suite("Chaos timelines", .serialized)
+struct ChaosTimelineTests {
+    @Test("kill all, a restart, closes with a code and a stall: every connection recovers, the oracle holds, the report lists the events")
+    func timeline() async throws {
+        let connections = 20
+        let result = try await LoadRun(profile: try profile("""
+            {"version": 1, "name": "chaos", "target": "embedded", "duration": "6s", "seed": 4, "loops": 1,
+             "scenarios": [{"name": "storm", "pattern": "echo", "connections": \(connections),
+                            "schedule": {"model": "closed", "thinkTime": "20ms"}, "pingInterval": "200ms", "pingTimeout": "400ms",
+                            "reconnect": {"initial": "50ms", "max": "400ms", "jitter": "equal", "maxAttempts": 20}}],
+             "chaos": [{"at": "1s", "action": "kill"},
+                       {"at": "2s", "action": "restart", "for": "500ms"},
+                       {"at": "3500ms", "action": "close", "code": 1012, "fraction": 0.5},
+                       {"at": "4500ms", "action": "stall", "for": "2s", "fraction": 0.25}]}
+            """)).run()
+        #expect(result.invariantsHeld, "\(result.invariants)")
+        #expect(result.chaos.map(\.action) == ["kill 100%", "restart (down 0.5 seconds)", "close 1012 50%", "stall 2.0 seconds 25%"])
+        // Every connection was up when the kill and the restart came (a late reconnect may still be on its way).
+        #expect(result.chaos[0].affected == connections, "\(result.chaos)")
+        #expect(result.chaos[2].affected == connections / 2, "\(result.chaos)")
+        #expect(result.chaos[3].affected == connections / 4, "\(result.chaos)")
+        let metrics = result.total
+        #expect(metrics.disconnects[1012] == UInt64(connections / 2), "\(metrics.disconnects)")
+        #expect((metrics.disconnects[1006] ?? 0) >= UInt64(connections), "kills, the restart and stalled pings end in 1006")
+        #expect(metrics.counter("ws.reconnects") >= UInt64(2 * connections + connections / 2))
+        #expect(metrics.histograms["ws.reconnect_recovery"]?.totalCount ?? 0 >= UInt64(2 * connections + connections / 2))
+        #expect(metrics.counter("ws.messages_lost") == 0)
+        let report = RunReport.json(result, toolVersion: "t", commit: nil)
+        #expect(report["chaos"]?.arrayValue?.count == 4)
+        #expect(report["chaos"]?.arrayValue?.first?["affected"]?.integerValue == connections)
+    }
+
+    @Test("chaos problems name their JSON path", arguments: [
+        (#""target": "ws://127.0.0.1:1/", "chaos": [{"at": "1s", "action": "kill"}]"#, "chaos: a chaos timeline acts on the embedded server"),
+        (#""target": "embedded", "chaos": [{"at": "1s", "action": "kil"}]"#, "chaos[0].action: \"kil\" is not kill, close, stall or restart"),
+        (#""target": "embedded", "chaos": [{"at": "1s", "action": "stall"}]"#, "chaos[0].for: is required for stall"),
+        (#""target": "embedded", "chaos": [{"at": "9s", "action": "kill"}]"#, "chaos[0].at: 9.0s is not within the run's duration"),
+        (#""target": "embedded", "chaos": [{"at": "1s", "action": "close", "code": 1006}]"#, "chaos[0].code: 1006 may not be sent"),
+        (#""target": "embedded", "chaos": [{"at": "1s", "action": "restart", "for": "1s", "fraction": 0.5}]"#,
+         "chaos[0].fraction: a restart drops every connection"),
+        (#""target": "embedded", "chaos": [{"at": "1s", "action": "kill", "fraction": 2}]"#, "chaos[0].fraction"),
+    ])
+    func problems(fields: String, expected: String) {
+        let text = """
+            {"version": 1, "name": "c", \(fields), "duration": "5s",
+             "scenarios": [{"name": "e", "pattern": "echo", "connections": 1}]}
+            """
+        do {
+            _ = try ProfileDecoder.decode(Array(text.utf8))
+            Issue.record("decoded")
+        } catch {
+            #expect(error.problems.contains { $0.description.hasPrefix(expected) }, "\(error.problems)")
+        }
+    }
+}

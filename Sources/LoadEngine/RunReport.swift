@@ -62,8 +62,21 @@ public enum RunReport {
             let websocket = scenario.scenario.websocket
             var entry: JSONObject = [
                 "name": .string(scenario.scenario.name), "kind": .string(scenario.scenario.kind.rawValue),
-                "pattern": .string(websocket.pattern.rawValue), "connections": JSONValue(websocket.connections),
             ]
+            if let transfer = scenario.scenario.transfer {
+                entry["concurrency"] = JSONValue(websocket.connections)
+                var details: JSONObject = ["segments": JSONValue(transfer.segments)]
+                if let size = transfer.size { details["size"] = JSONValue(size) }
+                if let path = transfer.path { details["path"] = .string(path) }
+                if let url = transfer.url { details["url"] = .string(url) }
+                if transfer.interruptProbability > 0 { details["interrupt"] = .number(transfer.interruptProbability) }
+                if scenario.scenario.kind == .upload { details["method"] = .string(transfer.method) }
+                entry["transfer"] = .object(details)
+                entry["metrics"] = scenario.metrics.json(seconds: seconds, operations: operations(scenario.metrics))
+                return .object(entry)
+            }
+            entry["pattern"] = .string(websocket.pattern.rawValue)
+            entry["connections"] = JSONValue(websocket.connections)
             if websocket.pattern == .echo || websocket.pattern == .typed {
                 entry["model"] = .string(websocket.schedule.modelName)
                 entry["latencyMeasuredFrom"] = .string(websocket.schedule.modelName == "open" ? "intended send time" : "actual send")

@@ -140,6 +140,8 @@ public final class ServerStatistics: Sendable {
 public enum ServerChaosAction: Sendable, Hashable, CustomStringConvertible {
     /// Drop the TCP connection (no close frame; clients see 1006) of this share of the sessions.
     case kill(fraction: Double)
+    /// Reset the TCP connection (RST) of this share of the sessions.
+    case reset(fraction: Double)
     /// Send a close frame with `code` to this share of the sessions.
     case close(code: WebSocketCloseCode, fraction: Double)
     /// Stop reading (no echoes, no pongs) for `duration` on this share of the sessions.
@@ -150,6 +152,7 @@ public enum ServerChaosAction: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .kill(let fraction): "kill \(Int((fraction * 100).rounded()))%"
+        case .reset(let fraction): "reset \(Int((fraction * 100).rounded()))%"
         case .close(let code, let fraction): "close \(code.rawValue) \(Int((fraction * 100).rounded()))%"
         case .stall(let duration, let fraction): "stall \(duration) \(Int((fraction * 100).rounded()))%"
         case .restart(let pause): "restart (down \(pause))"
@@ -178,7 +181,7 @@ final class SessionRegistry: @unchecked Sendable {
     func apply(_ action: ServerChaosAction, on loop: EventLoop, seed: UInt64) -> Int {
         let fraction: Double
         switch action {
-        case .kill(let share), .close(_, let share), .stall(_, let share): fraction = share
+        case .kill(let share), .reset(let share), .close(_, let share), .stall(_, let share): fraction = share
         case .restart: fraction = 1
         }
         var random = SeededRandomNumberGenerator(seed: seed)
@@ -188,6 +191,8 @@ final class SessionRegistry: @unchecked Sendable {
             switch action {
             case .kill, .restart:
                 session.assumeIsolated { $0.drop() }
+            case .reset:
+                session.assumeIsolated { $0.drop(reset: true) }
             case .close(let code, _):
                 Task(executorPreference: loop.taskExecutor) { await session.close(code: code) }
             case .stall(let duration, _):

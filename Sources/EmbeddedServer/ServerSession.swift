@@ -191,12 +191,14 @@ actor ServerSession {
         try await stream.write(connection.takeOutput())
     }
 
-    /// Chaos: drops the TCP connection at once (the client sees 1006).
-    func drop() {
+    /// Chaos: drops the TCP connection at once (the client sees 1006), with a FIN or an RST.
+    func drop(reset: Bool = false) {
         guard !isClosed else { return }
         isClosed = true
-        stream?.close()
-        tcp.close()
+        if reset { tcp.reset() } else {
+            stream?.close()
+            tcp.close()
+        }
     }
 
     /// Chaos: reads nothing more until `duration` has passed.

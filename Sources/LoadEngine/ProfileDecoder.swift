@@ -62,6 +62,21 @@ public enum ProfileDecoder {
     /// The largest message a scenario may send.
     public static let maximumMessageSize = 64 << 20
 
+    /// Decodes a chaos timeline on its own (`wsload proxy --chaos`): a JSON array of events as in a profile.
+    /// - Throws: ``ProfileError`` listing every problem (paths start at `chaos`).
+    public static func decodeChaos(_ bytes: [UInt8]) throws(ProfileError) -> [ChaosEvent] {
+        let document: JSONValue
+        do {
+            document = try JSONValue(parsing: bytes)
+        } catch {
+            throw ProfileError(problems: [ProfileProblem(path: "chaos", message: "not valid JSON: \(error)", hint: nil)])
+        }
+        var reader = Reader()
+        let events = reader.chaos(document, target: nil, duration: nil)
+        guard reader.problems.isEmpty else { throw ProfileError(problems: reader.problems) }
+        return events
+    }
+
     /// Decodes a profile document. - Throws: ``ProfileError`` listing every problem.
     public static func decode(_ bytes: [UInt8]) throws(ProfileError) -> Profile {
         guard bytes.count <= maximumSize else {
@@ -370,13 +385,15 @@ private struct Reader {
             }
             let fraction = number(object["fraction"], Self.join(path, "fraction"), minimum: 0, maximum: 1) ?? 1
             let pause = self.duration(object["for"], Self.join(path, "for"), minimum: .milliseconds(1))
-            guard let actionName = required(object, "action", path, hint: "kill, close, stall or restart").flatMap({
+            guard let actionName = required(object, "action", path, hint: "kill, reset, close, stall or restart").flatMap({
                 string($0, Self.join(path, "action"))
             }) else { continue }
             let action: ServerChaosAction?
             switch actionName {
             case "kill":
                 action = .kill(fraction: fraction)
+            case "reset":
+                action = .reset(fraction: fraction)
             case "close":
                 let code = integer(object["code"], Self.join(path, "code"), in: 1000...4999) ?? 1001
                 let closeCode = WebSocketCloseCode(rawValue: UInt16(code))
@@ -390,8 +407,8 @@ private struct Reader {
                 if object["fraction"] != nil { problem(Self.join(path, "fraction"), "a restart drops every connection") }
                 action = pause.map { .restart(downFor: $0) }
             default:
-                problem(Self.join(path, "action"), "\"\(actionName)\" is not kill, close, stall or restart",
-                        hint: suggestion(for: actionName, among: ["kill", "close", "stall", "restart"]))
+                problem(Self.join(path, "action"), "\"\(actionName)\" is not kill, reset, close, stall or restart",
+                        hint: suggestion(for: actionName, among: ["kill", "reset", "close", "stall", "restart"]))
                 action = nil
             }
             if actionName != "close" && object["code"] != nil { problem(Self.join(path, "code"), "only close sends a code") }

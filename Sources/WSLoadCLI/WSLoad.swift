@@ -8,7 +8,8 @@ public enum WSLoad {
 
     /// The subcommands, in the order help lists them. Each arrives with the issue that builds it.
     static let commands: [any Subcommand.Type] = [
-        RunCommand.self, ValidateCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self, DownloadCommand.self, ServeCommand.self,
+        RunCommand.self, ValidateCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self, DownloadCommand.self,
+        ServeCommand.self, ProxyCommand.self,
         AutobahnCommand.self, HelpCommand.self,
     ]
 

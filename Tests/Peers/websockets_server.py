@@ -12,7 +12,8 @@ and a miniature Autobahn fuzzing server (the protocol `wsload autobahn` speaks):
                                 `case N ok` or `case N mismatch`, close 1000
   /updateReports?agent=A        print `reports A`, close 1000
 
-Options: --cert FILE --key FILE serve wss; --subprotocol NAME (repeatable) accepted subprotocols.
+Options: --cert FILE --key FILE serve wss; --subprotocol NAME (repeatable) accepted subprotocols;
+--port N listens on N (a restarted server takes its predecessor's port), default a free one.
 Loopback only. Exits when stdin closes, so a killed test never leaves it running.
 """
 import argparse
@@ -61,6 +62,7 @@ async def main():
     parser.add_argument("--cert")
     parser.add_argument("--key")
     parser.add_argument("--subprotocol", action="append", default=[])
+    parser.add_argument("--port", type=int, default=0)
     arguments = parser.parse_args()
     context = None
     if arguments.cert:
@@ -68,7 +70,7 @@ async def main():
         context.load_cert_chain(arguments.cert, arguments.key)
     # max_queue=None: websockets otherwise fails messages of more fragments than its queue (1009
     # "too many fragments"), a policy of its own that the fragmentation tests would trip.
-    async with serve(handler, "127.0.0.1", 0, ssl=context, max_size=32 * 1024 * 1024, max_queue=None,
+    async with serve(handler, "127.0.0.1", arguments.port, ssl=context, max_size=32 * 1024 * 1024, max_queue=None,
                      subprotocols=arguments.subprotocol or None) as server:
         print(f"listening {server.sockets[0].getsockname()[1]}", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)

@@ -45,6 +45,7 @@ struct CLITests {
               report                  Print a saved report's summary; export it as HTML or an HdrHistogram log.
               download                Download one URL (single stream or ranged), resumable, with a progress bar.
               serve                   Run the embedded WebSocket echo and HTTP file server (with chaos options).
+              proxy                   Forward to a server, injecting delay, throttling and chaos (kill, reset, stall, restart).
               autobahn                Run the Autobahn|Testsuite client cases against a fuzzing server.
               help                    Show help for a subcommand.
 

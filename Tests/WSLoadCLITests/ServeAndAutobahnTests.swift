@@ -1,4 +1,5 @@
 import Clients
+import EmbeddedServer
 import Foundation
 import Runtime
 import TestSupport
@@ -122,4 +123,66 @@ struct ServeAndAutobahnTests {
         #expect(captured.error.contains("getCaseCount"))
         #expect(await WSLoad.main(arguments: ["autobahn"], output: CapturedOutput().commandOutput) == .usage)
     }
+}
+
+@Suite("wsload proxy", .serialized)
+struct ProxyCommandTests {
+    @Test("usage errors exit 64 and name the problem")
+    func usage() async {
+        #expect(await runCLI("proxy").error.contains("--upstream is required"))
+        let close = await runCLI("proxy", "--upstream", "127.0.0.1:1", "--chaos", #"[{"at": "1s", "action": "close", "code": 1012}]"#)
+        #expect(close.code == .usage && close.error.contains("close with a code needs WebSocket framing"), "\(close.error)")
+        let bad = await runCLI("proxy", "--upstream", "127.0.0.1:1", "--chaos", #"[{"at": "1s", "action": "stall"}]"#)
+        #expect(bad.code == .usage && bad.error.contains("chaos[0].for: is required for stall"), "\(bad.error)")
+        #expect(await runCLI("proxy", "--upstream", "host-without-port").code == .usage)
+    }
+
+    @Test("forwards a WebSocket to the embedded server, kills it on the timeline, prints what it hit")
+    func forwardAndKill() async throws {
+        let captured = CapturedOutput()
+        try await withLoopGroup(loopCount: 1) { group in
+            let loop = group.loops[0]
+            let server = try await EmbeddedServer.bind(ServerConfiguration(), on: group)
+            let port = try await loop.submit {
+                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
+                defer { listener.close() }
+                return listener.localAddress.port
+            }
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask(executorPreference: server.taskExecutor) { await server.run() }
+                async let code = WSLoad.main(arguments: [
+                    "proxy", "--upstream", server.url, "--listen", "127.0.0.1:\(port)", "--loops", "1", "--duration", "3s",
+                    "--chaos", #"[{"at": "1500ms", "action": "kill"}]"#,
+                ], output: captured.commandOutput)
+                while !captured.output.contains("listening on") { try await Task.sleep(for: .milliseconds(10)) }
+                let manager = WebSocketManager(url: try WebSocketURL("ws://127.0.0.1:\(port)/"), loop: loop)
+                let names = EventNames()
+                try await withThrowingTaskGroup(of: Void.self) { client in
+                    client.addTask(executorPreference: loop.taskExecutor) { await manager.run() }
+                    for await event in manager.events() {
+                        switch event {
+                        case .connected: try await manager.send(text: "through the proxy")
+                        case .text(let text): names.append(text)
+                        case .disconnected(let code, _): names.append("closed \(code.rawValue)")
+                        default: break
+                        }
+                    }
+                    while try await client.next() != nil {}
+                }
+                #expect(names.all == ["through the proxy", "closed 1006"])
+                #expect(await code == .success)
+                tasks.cancelAll()
+            }
+        }
+        #expect(captured.output.contains("kill 100% at 1.5"), "\(captured.output)")
+        #expect(captured.output.contains(": 1 connections"), "\(captured.output)")
+        #expect(captured.output.contains("accepted 1"), "\(captured.output)")
+    }
+}
+
+private final class EventNames: @unchecked Sendable {
+    private let lock = NSLock()
+    private var names: [String] = []
+    func append(_ name: String) { lock.withLock { names.append(name) } }
+    var all: [String] { lock.withLock { names } }
 }

@@ -1,0 +1,248 @@
+import Crypto
+import Runtime
+import Synchronization
+
+/// How `wsload proxy` forwards and what it breaks.
+public struct ProxyConfiguration: Sendable {
+    public var listenHost: String
+    public var listenPort: Int
+    public var upstreamHost: String
+    public var upstreamPort: Int
+    /// Added to every chunk, each way (a slower network).
+    public var delay: Duration?
+    /// Bytes per second, each way, per connection.
+    public var throttle: Int64?
+    /// The upstream connect must succeed within this, or the client's connection is closed.
+    public var connectTimeout: Duration
+
+    public init(
+        listenHost: String = "127.0.0.1", listenPort: Int = 0, upstreamHost: String, upstreamPort: Int, delay: Duration? = nil,
+        throttle: Int64? = nil, connectTimeout: Duration = .seconds(10)
+    ) {
+        self.listenHost = listenHost
+        self.listenPort = listenPort
+        self.upstreamHost = upstreamHost
+        self.upstreamPort = upstreamPort
+        self.delay = delay
+        self.throttle = throttle
+        self.connectTimeout = connectTimeout
+    }
+}
+
+/// `wsload proxy`: a TCP proxy in front of a server we do not control, with the embedded server's chaos
+/// actions (kill, reset, stall, restart) plus delay and throttle, so reconnect correctness can be checked
+/// against any server. Byte-transparent (TLS passes through end to end); a close with a code needs
+/// WebSocket framing and is the embedded server's alone.
+public final class ProxyServer: Sendable {
+    public let configuration: ProxyConfiguration
+    private let listeners: Mutex<[TCPListener]>
+    private let loops: [EventLoop]
+    private let registries: [ProxyRegistry]
+    private let restartPause = Mutex<Duration?>(nil)
+    public let localAddress: SocketAddress
+    public let statistics = ProxyStatistics()
+
+    private init(configuration: ProxyConfiguration, listeners: [TCPListener]) {
+        self.configuration = configuration
+        self.listeners = Mutex(listeners)
+        loops = listeners.map(\.loop)
+        localAddress = listeners[0].localAddress
+        registries = listeners.map { _ in ProxyRegistry() }
+    }
+
+    public static func bind(_ configuration: ProxyConfiguration, on group: EventLoopGroup) async throws -> ProxyServer {
+        let address = try SocketAddress(ip: configuration.listenHost, port: configuration.listenPort)
+        return ProxyServer(configuration: configuration, listeners: try await TCPListener.bind(address, on: group.loops, backlog: 4096))
+    }
+
+    /// Start ``run()`` with this executor preference.
+    public var taskExecutor: LoopTaskExecutor { loops[0].taskExecutor }
+
+    /// Forwards until cancelled; a restart closes the listeners and listens again after its pause.
+    public func run() async {
+        while !Task.isCancelled {
+            let current = listeners.withLock { $0 }
+            await withDiscardingTaskGroup { tasks in
+                for (index, listener) in current.enumerated() {
+                    tasks.addTask(executorPreference: listener.loop.taskExecutor) { await self.acceptLoop(listener, registry: self.registries[index]) }
+                }
+            }
+            guard !Task.isCancelled, let pause = restartPause.withLock({ pause in defer { pause = nil }; return pause }) else { return }
+            try? await loops[0].sleep(for: pause)
+            guard !Task.isCancelled, let fresh = try? await TCPListener.bind(localAddress, on: loops, backlog: 4096) else { return }
+            listeners.withLock { $0 = fresh }
+            statistics.restarts.add(1, ordering: .relaxed)
+        }
+    }
+
+    private func acceptLoop(_ listener: TCPListener, registry: ProxyRegistry) async {
+        await withDiscardingTaskGroup { connections in
+            while let client = try? await listener.accept() {
+                statistics.accepted.add(1, ordering: .relaxed)
+                let loop = listener.loop
+                connections.addTask(executorPreference: loop.taskExecutor) { await self.forward(client, on: loop, registry: registry) }
+            }
+            listener.close()
+        }
+    }
+
+    /// Connects upstream and pumps both ways until either side ends, then closes both.
+    private func forward(_ client: TCPConnection, on loop: EventLoop, registry: ProxyRegistry) async {
+        let upstream: TCPConnection
+        do {
+            var options = TCPOptions()
+            options.connectTimeout = configuration.connectTimeout
+            upstream = try await TCPConnection.connect(host: configuration.upstreamHost, port: configuration.upstreamPort, on: loop,
+                                                       options: options)
+        } catch {
+            // The upstream is down: the client sees its connection close (as it would see the server's refusal).
+            statistics.upstreamFailures.add(1, ordering: .relaxed)
+            client.close()
+            return
+        }
+        let pair = ProxyPair(client: client, upstream: upstream)
+        registry.insert(pair)
+        statistics.active.add(1, ordering: .relaxed)
+        defer {
+            registry.remove(pair)
+            statistics.active.subtract(1, ordering: .relaxed)
+            pair.close()
+        }
+        await withTaskGroup(of: Void.self) { pumps in
+            pumps.addTask(executorPreference: loop.taskExecutor) {
+                await self.pump(from: client, to: upstream, pair: pair, isUpstream: true)
+            }
+            pumps.addTask(executorPreference: loop.taskExecutor) {
+                await self.pump(from: upstream, to: client, pair: pair, isUpstream: false)
+            }
+            // When one direction fails (not a clean half-close), end the other too.
+            for await _ in pumps where pair.isBroken { pumps.cancelAll() }
+        }
+    }
+
+    private func pump(from source: TCPConnection, to destination: TCPConnection, pair: ProxyPair, isUpstream: Bool) async {
+        var buffer: [UInt8] = []
+        let clock = LoopClock()
+        let start = clock.now
+        var total: Int64 = 0
+        do {
+            while true {
+                buffer.removeAll(keepingCapacity: true)
+                guard try await source.read(into: &buffer, maxBytes: 64 * 1024) > 0 else {
+                    try? await destination.shutdownWrite()  // pass the half-close on
+                    return
+                }
+                if let until = pair.stalledUntil, until > clock.now { try await clock.sleep(until: until) }
+                if let delay = configuration.delay { try await clock.sleep(until: clock.now.advanced(by: delay)) }
+                try await destination.write(buffer)
+                if isUpstream {
+                    statistics.bytesUp.add(buffer.count, ordering: .relaxed)
+                } else {
+                    statistics.bytesDown.add(buffer.count, ordering: .relaxed)
+                }
+                total += Int64(buffer.count)
+                if let rate = configuration.throttle {
+                    let due = start.advanced(by: .nanoseconds(Int64(Double(total) / Double(rate) * 1e9)))
+                    if due > clock.now { try await clock.sleep(until: due) }
+                }
+            }
+        } catch {
+            pair.isBroken = true
+            pair.close()
+        }
+    }
+
+    /// Applies a chaos action to the forwarded connections (or the listeners, for a restart).
+    /// - Returns: how many connections it affected.
+    @discardableResult
+    public func perform(_ action: ServerChaosAction, seed: UInt64 = 0) async -> Int {
+        if case .restart(let pause) = action {
+            restartPause.withLock { $0 = pause }
+            for listener in listeners.withLock({ $0 }) { listener.close() }
+        }
+        var affected = 0
+        for (index, loop) in loops.enumerated() {
+            let registry = registries[index]
+            let loopSeed = seed &+ UInt64(index)
+            affected += (try? await loop.submit { registry.apply(action, seed: loopSeed) }) ?? 0
+        }
+        statistics.chaos.add(affected, ordering: .relaxed)
+        return affected
+    }
+}
+
+/// One forwarded connection: the client's and the upstream's sockets. Loop-confined.
+final class ProxyPair: @unchecked Sendable {
+    let client: TCPConnection
+    let upstream: TCPConnection
+    var stalledUntil: LoopClock.Instant?
+    var isBroken = false
+
+    init(client: TCPConnection, upstream: TCPConnection) {
+        self.client = client
+        self.upstream = upstream
+    }
+
+    func close() {
+        client.close()
+        upstream.close()
+    }
+}
+
+/// The forwarded connections of one loop; loop-confined.
+final class ProxyRegistry: @unchecked Sendable {
+    private var pairs: [ObjectIdentifier: ProxyPair] = [:]
+    private var order: [ObjectIdentifier] = []
+
+    func insert(_ pair: ProxyPair) {
+        pairs[ObjectIdentifier(pair)] = pair
+        order.append(ObjectIdentifier(pair))
+    }
+
+    func remove(_ pair: ProxyPair) {
+        guard pairs.removeValue(forKey: ObjectIdentifier(pair)) != nil else { return }
+        order.removeAll { $0 == ObjectIdentifier(pair) }
+    }
+
+    func apply(_ action: ServerChaosAction, seed: UInt64) -> Int {
+        let fraction: Double
+        switch action {
+        case .kill(let share), .reset(let share), .close(_, let share), .stall(_, let share): fraction = share
+        case .restart: fraction = 1
+        }
+        var random = SeededRandomNumberGenerator(seed: seed)
+        let count = Int((Double(order.count) * fraction).rounded(.up))
+        let chosen = order.shuffled(using: &random).prefix(count).compactMap { pairs[$0] }
+        for pair in chosen {
+            switch action {
+            case .kill, .restart, .close:
+                pair.isBroken = true
+                pair.close()
+            case .reset:
+                pair.isBroken = true
+                pair.client.reset()
+                pair.upstream.close()
+            case .stall(let duration, _):
+                pair.stalledUntil = LoopClock().now.advanced(by: duration)
+            }
+        }
+        return chosen.count
+    }
+}
+
+/// Counters `wsload proxy` prints; relaxed atomics.
+public final class ProxyStatistics: Sendable {
+    public let accepted = Atomic<Int>(0)
+    public let active = Atomic<Int>(0)
+    public let upstreamFailures = Atomic<Int>(0)
+    public let bytesUp = Atomic<Int>(0)
+    public let bytesDown = Atomic<Int>(0)
+    public let chaos = Atomic<Int>(0)
+    public let restarts = Atomic<Int>(0)
+
+    public var summary: String {
+        "accepted \(accepted.load(ordering: .relaxed)), active \(active.load(ordering: .relaxed)), "
+            + "upstream failures \(upstreamFailures.load(ordering: .relaxed)), bytes up \(bytesUp.load(ordering: .relaxed)), "
+            + "down \(bytesDown.load(ordering: .relaxed)), chaos \(chaos.load(ordering: .relaxed)), restarts \(restarts.load(ordering: .relaxed))"
+    }
+}

@@ -20,6 +20,9 @@ struct Coordinator {
     /// Applies a chaos action to the embedded server; nil when the target is not embedded.
     var chaosHandler: (@Sendable (ServerChaosAction, UInt64) async -> Int)?
     private var nextChaos = 0
+    /// Reconnect attempts and unintended drops per 100 ms, summed over the loops.
+    private var reconnectsByTick: [UInt64: UInt64] = [:]
+    private var dropsByTick: [UInt64: UInt64] = [:]
     private let chaosLog = ChaosLog()
 
     /// How often the ramp is followed.
@@ -112,6 +115,9 @@ struct Coordinator {
             intervals: intervals, thresholds: thresholds, unfinishedConnections: unfinished, liveHandlesAfterStop: 0,
             waitingTasksAfterStop: 0, invariants: invariants)
         result.chaos = chaosLog.records.sorted { $0.at < $1.at }
+        if let peak = reconnectsByTick.values.max() {
+            result.reconnectStorm = .init(peakReconnectsPer100ms: peak, peakDropsPer100ms: dropsByTick.values.max() ?? 0)
+        }
         return result
     }
 
@@ -250,6 +256,8 @@ struct Coordinator {
                 try? perScenario[scenarioIndex].add(snapshot.metrics)
                 try? combined.add(snapshot.metrics)
                 live += snapshot.liveConnections
+                for (tick, count) in snapshot.reconnectsByTick { reconnectsByTick[tick, default: 0] += count }
+                for (tick, count) in snapshot.dropsByTick { dropsByTick[tick, default: 0] += count }
             }
         }
         return (combined, perScenario, live)

@@ -77,6 +77,16 @@ public struct RunResult: Sendable {
     public var invariants = InvariantReport()
     /// The chaos timeline as it happened.
     public var chaos: [ChaosRecord] = []
+    /// How synchronized reconnects were, when there were any.
+    public var reconnectStorm: ReconnectStorm?
+
+    /// The busiest 100 ms of reconnect attempts against the busiest 100 ms of unintended drops. Without
+    /// jitter every client dropped together retries together, so the drop peak is the bound a storm's
+    /// reconnect peak reaches; jitter spreads them below it.
+    public struct ReconnectStorm: Sendable, Equatable {
+        public var peakReconnectsPer100ms: UInt64
+        public var peakDropsPer100ms: UInt64
+    }
 
     /// One chaos event of the run: when it was planned, when it fired, and how many connections it hit.
     public struct ChaosRecord: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Histogram
 import Reporting
+import Runtime
 
 /// The measurements of one scenario on one event loop. Confined to that loop's thread: every connection
 /// actor on the loop records into it directly, so a sample costs a histogram increment — no lock, no
@@ -42,6 +43,12 @@ final class LoopRecorder: @unchecked Sendable {
     var errors: [String: UInt64] = [:]
     /// Connections open now (a gauge: never reset).
     var liveConnections = 0
+    /// Reconnect attempts and unintended drops per 100 ms of the loop clock (for storm peaks).
+    var reconnectsByTick: [UInt64: UInt64] = [:]
+    var dropsByTick: [UInt64: UInt64] = [:]
+
+    /// The 100 ms slot of the loop clock a storm event falls in.
+    static func tick(_ instant: LoopClock.Instant) -> UInt64 { instant.nanoseconds / 100_000_000 }
 
     func recordError(_ code: String) { errors[code, default: 0] += 1 }
 
@@ -79,13 +86,20 @@ final class LoopRecorder: @unchecked Sendable {
         metrics.errors = errors
         disconnects = [:]
         errors = [:]
-        return RecorderSnapshot(metrics: metrics, liveConnections: liveConnections)
+        defer {
+            reconnectsByTick = [:]
+            dropsByTick = [:]
+        }
+        return RecorderSnapshot(metrics: metrics, liveConnections: liveConnections, reconnectsByTick: reconnectsByTick,
+                                dropsByTick: dropsByTick)
     }
 }
 
 struct RecorderSnapshot: Sendable {
     var metrics: MetricSet
     var liveConnections: Int
+    var reconnectsByTick: [UInt64: UInt64]
+    var dropsByTick: [UInt64: UInt64]
 }
 
 /// Wakes the connections of one loop: when the run (or a ramp-down) stops them, or when a connection's

@@ -56,6 +56,12 @@ public enum RunReport {
         run["liveHandlesAfterStop"] = JSONValue(result.liveHandlesAfterStop)
         run["waitingTasksAfterStop"] = JSONValue(result.waitingTasksAfterStop)
         if let shard = result.shard { run["shard"] = .string(shard.description) }
+        if let storm = result.reconnectStorm {
+            run["reconnectStorm"] = [
+                "peakReconnectsPer100ms": JSONValue(storm.peakReconnectsPer100ms),
+                "peakDropsPer100ms": JSONValue(storm.peakDropsPer100ms),
+            ]
+        }
         if !result.mergedFrom.isEmpty { run["mergedFrom"] = .array(result.mergedFrom.map { .string($0) }) }
         report["run"] = .object(run)
         report["scenarios"] = .array(result.scenarios.map { scenario in

@@ -76,7 +76,10 @@ struct VirtualUser {
                          "connect attempt after the run stopped this actor")
             let manager = WebSocketManager(url: plan.url, configuration: plan.configuration, loop: loop)
             recorder.connectAttempts += 1
-            if downSince != nil { recorder.reconnects += 1 }
+            if downSince != nil {
+                recorder.reconnects += 1
+                recorder.reconnectsByTick[LoopRecorder.tick(clock.now), default: 0] += 1
+            }
             history.note(attempt == 0 ? "connect" : "reconnect attempt \(attempt)")
             if let error = await Self.connect(manager, on: loop) {
                 recorder.recordError(error.code.rawValue)
@@ -113,6 +116,7 @@ struct VirtualUser {
             if ending == .stopped && faults.reconnectAfterIntentionalDisconnect && !isFaultSpent { continue }
             guard ending == .dropped else { return }
             downSince = clock.now
+            recorder.dropsByTick[LoopRecorder.tick(clock.now), default: 0] += 1
             guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
         }
     }

@@ -33,6 +33,10 @@ enum RunSummary {
             lines.append("errors: " + result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped(Int($0.value)))" }
                 .joined(separator: ", "))
         }
+        if let storm = result.reconnectStorm {
+            lines.append("reconnect storm: at most \(grouped(Int(storm.peakReconnectsPer100ms))) reconnects in 100 ms, against "
+                + "\(grouped(Int(storm.peakDropsPer100ms))) drops in 100 ms (the bound without jitter)")
+        }
         if !result.chaos.isEmpty {
             lines.append("chaos: " + result.chaos.map { "\($0.action) at \(formatDuration($0.firedAt)) (\(grouped($0.affected)) connections)" }
                 .joined(separator: "; "))

@@ -39,6 +39,23 @@ struct ChaosTimelineTests {
         #expect(report["chaos"]?.arrayValue?.first?["affected"]?.integerValue == connections)
     }
 
+    @Test("storm peaks: without jitter a killed fleet reconnects in one burst at the drop peak; full jitter spreads it")
+    func stormPeaks() async throws {
+        func storm(jitter: String) async throws -> RunResult.ReconnectStorm? {
+            try await LoadRun(profile: try profile("""
+                {"version": 1, "name": "peaks", "target": "embedded", "duration": "3s", "seed": 9, "loops": 1,
+                 "scenarios": [{"name": "s", "pattern": "idle", "connections": 40, "pingInterval": "1s",
+                                "reconnect": {"initial": "1s", "max": "1s", "jitter": "\(jitter)", "maxAttempts": 5}}],
+                 "chaos": [{"at": "1s", "action": "kill"}]}
+                """)).run().reconnectStorm
+        }
+        let synchronized = try #require(try await storm(jitter: "none"))
+        let spread = try #require(try await storm(jitter: "full"))
+        #expect(synchronized.peakDropsPer100ms >= 20 && spread.peakDropsPer100ms >= 20)
+        #expect(synchronized.peakReconnectsPer100ms >= 20, "\(synchronized)")
+        #expect(spread.peakReconnectsPer100ms * 2 <= synchronized.peakReconnectsPer100ms, "\(spread) vs \(synchronized)")
+    }
+
     @Test("chaos problems name their JSON path", arguments: [
         (#""target": "ws://127.0.0.1:1/", "chaos": [{"at": "1s", "action": "kill"}]"#, "chaos: a chaos timeline acts on the embedded server"),
         (#""target": "embedded", "chaos": [{"at": "1s", "action": "kil"}]"#, "chaos[0].action: \"kil\" is not kill, reset, close, stall or restart"),

@@ -37,6 +37,16 @@ public struct WebSocketClientConfiguration: Sendable {
     public var pingInterval: Duration?
     /// A ping unanswered this long declares the peer dead (event `.error(pong_timeout)`, then 1006).
     public var pongTimeout: Duration
+    /// Test-only: break the client on purpose so tests can prove the correctness oracle notices.
+    public var faults = ClientFaults()
+
+    /// Deliberate client bugs for the oracle's tests; all off unless a test turns one on.
+    public struct ClientFaults: Sendable, Hashable {
+        /// Emit `.connected` (and count as open) before the upgrade request is even sent — the reference's bug.
+        public var isConnectedBeforeHandshake = false
+
+        public init() {}
+    }
 
     public init(
         headers: HTTPHeaders = HTTPHeaders(), origin: String? = nil, subprotocols: [String] = [],

@@ -39,6 +39,9 @@ public actor WebSocketManager {
     /// Once closed: the code `.disconnected` carried (the peer's; 1005 if its close had none; 1006 if
     /// there was no closing handshake).
     public var closeCode: WebSocketCloseCode? { state == .closed ? (ending?.code ?? .abnormalClosure) : nil }
+    /// Why it closed, once closed: the peer's close reason, or what went wrong when there was no closing
+    /// handshake (1006). Nil while open, and when the peer's close carried no reason.
+    public var closeReason: String? { state == .closed ? ending?.reason : nil }
     /// How long each phase of the opening handshake took, once connected.
     public private(set) var handshakeTimings: HandshakeTimings?
 
@@ -50,7 +53,13 @@ public actor WebSocketManager {
         public var tlsHandshake: Duration?
         /// From sending the upgrade request to a valid 101.
         public var upgrade: Duration
+        /// When the 101 was validated (loop clock).
+        public var completedAt: LoopClock.Instant
     }
+
+    /// When `.connected` was emitted and the state became open (loop clock); the oracle checks it came
+    /// after ``HandshakeTimings/completedAt``.
+    public private(set) var connectedAt: LoopClock.Instant?
 
     private let eventStream: AsyncStream<Event>
     private let eventContinuation: AsyncStream<Event>.Continuation
@@ -198,6 +207,12 @@ public actor WebSocketManager {
                 stream = byteStream
                 tlsDone = clock.now
             }
+            if configuration.faults.isConnectedBeforeHandshake {
+                // The reference's bug, for the oracle's tests: `.connected` before the server said anything.
+                state = .open
+                connectedAt = clock.now
+                eventContinuation.yield(.connected(subprotocol: nil))
+            }
             try await byteStream.write(handshake.request.serialized())
             var parser = HTTPHeadParser()
             var buffer: [UInt8] = []
@@ -217,7 +232,7 @@ public actor WebSocketManager {
                 handshakeTimings = HandshakeTimings(
                     tcpConnect: started.duration(to: tcpConnected),
                     tlsHandshake: tlsDone.map { tcpConnected.duration(to: $0) },
-                    upgrade: (tlsDone ?? tcpConnected).duration(to: clock.now))
+                    upgrade: (tlsDone ?? tcpConnected).duration(to: clock.now), completedAt: clock.now)
                 break
             }
         } catch {
@@ -225,6 +240,7 @@ public actor WebSocketManager {
             state = .closed
             throw Self.classify(error, deadlineHit: deadlineHit, timeout: configuration.handshakeTimeout)
         }
+        if configuration.faults.isConnectedBeforeHandshake && state == .open { return }
         guard state == .connecting else {
             // disconnect() was called while the handshake ran.
             stream?.close()
@@ -232,6 +248,7 @@ public actor WebSocketManager {
             throw WebSocketClientError(.notConnected, "disconnected during the handshake")
         }
         state = .open
+        connectedAt = clock.now
         eventContinuation.yield(.connected(subprotocol: negotiatedSubprotocol))
     }
 

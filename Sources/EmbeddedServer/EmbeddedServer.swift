@@ -72,8 +72,7 @@ public final class EmbeddedServer: Sendable {
             }
             // The listeners closed: a restart (listen again after the pause), or the end.
             guard !Task.isCancelled, let pause = restartPause.withLock({ pause in defer { pause = nil }; return pause }) else { return }
-            try? await loops[0].sleep(for: pause)
-            guard !Task.isCancelled, let fresh = try? await TCPListener.bind(localAddress, on: loops, backlog: 4096) else { return }
+            guard let fresh = await relisten(on: localAddress, loops: loops, after: pause) else { return }
             listeners.withLock { $0 = fresh }
             statistics.restarts.add(1, ordering: .relaxed)
             generation += 1
@@ -201,4 +200,29 @@ final class SessionRegistry: @unchecked Sendable {
         }
         return chosen.count
     }
+}
+
+/// A restart's pause and return: holds the port (connects are refused) while down, then listens on it again.
+/// Nil when cancelled, or when the port could not be had back within a few seconds.
+func relisten(on address: SocketAddress, loops: [EventLoop], after pause: Duration) async -> [TCPListener]? {
+    let clock = LoopClock()
+    var reservation: PortReservation?
+    // The old listeners close on their loops' next turn: wait for the port to be free to hold it.
+    for _ in 0..<100 where reservation == nil {
+        reservation = try? PortReservation(address)
+        if reservation == nil { try? await clock.sleep(until: clock.now.advanced(by: .milliseconds(10))) }
+    }
+    do {
+        try await clock.sleep(until: clock.now.advanced(by: pause))
+    } catch {
+        return nil
+    }
+    for _ in 0..<100 {
+        reservation = nil
+        if let listeners = try? await TCPListener.bind(address, on: loops, backlog: 4096) { return listeners }
+        if Task.isCancelled { return nil }
+        try? await clock.sleep(until: clock.now.advanced(by: .milliseconds(20)))
+        reservation = try? PortReservation(address)
+    }
+    return nil
 }

@@ -68,8 +68,7 @@ public final class ProxyServer: Sendable {
                 }
             }
             guard !Task.isCancelled, let pause = restartPause.withLock({ pause in defer { pause = nil }; return pause }) else { return }
-            try? await loops[0].sleep(for: pause)
-            guard !Task.isCancelled, let fresh = try? await TCPListener.bind(localAddress, on: loops, backlog: 4096) else { return }
+            guard let fresh = await relisten(on: localAddress, loops: loops, after: pause) else { return }
             listeners.withLock { $0 = fresh }
             statistics.restarts.add(1, ordering: .relaxed)
         }

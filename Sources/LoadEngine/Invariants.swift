@@ -26,6 +26,9 @@ public enum Invariant: String, Sendable, CaseIterable {
     case transferDigest = "transfer.digest_identical"
     /// No partial or temporary transfer file is left behind once a task ended (and none after the run).
     case transferNoTemporaryFiles = "transfer.no_temporary_files"
+    /// Every connection that ended has a close outcome: a closing handshake with a code, or (1006) the
+    /// reason it had none.
+    case closeAccounted = "protocol.close_accounted"
 }
 
 /// Switches that break wsload on purpose, for tests that prove each checker fires. All off in real runs;
@@ -41,6 +44,8 @@ public struct FaultSwitches: Sendable, Equatable {
     public var dropOneEchoMessage = false
     /// Leave one runtime handle open after the run.
     public var leakHandle = false
+    /// The reference's bug: the client declares itself connected before the server's 101.
+    public var connectedBeforeHandshake = false
     /// Deliver the first transfer's completion twice (the reference's "call the handler exactly once" gotcha).
     public var deliverCompletionTwice = false
     /// After an interruption, start the download over under a new name instead of resuming, forgetting the
@@ -104,6 +109,7 @@ extension Invariant {
         case .transferCompletedOnce: 8
         case .transferDigest: 9
         case .transferNoTemporaryFiles: 10
+        case .closeAccounted: 11
         }
     }
 }

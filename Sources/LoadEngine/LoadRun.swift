@@ -396,6 +396,7 @@ public struct LoadRun: Sendable {
             configuration.tls = tlsContext
             configuration.serverName = profile.tls.serverName
             configuration.pongTimeout = scenario.websocket.pingTimeout
+            configuration.faults.isConnectedBeforeHandshake = faults.connectedBeforeHandshake
             if let token, let authentication = profile.authentication {
                 switch authentication.placement {
                 case .bearer: configuration.authentication = .bearer(token)

@@ -90,8 +90,13 @@ struct VirtualUser {
             }
             let isOpen = await manager.state == .open
             let timings = await manager.handshakeTimings
-            ledger.check(.connectedAfterHandshake, isOpen && timings != nil, actor: history,
+            let connectedAt = await manager.connectedAt
+            ledger.check(.connectedAfterHandshake, isOpen && timings != nil && connectedAt != nil, actor: history,
                          "connect() returned without an open, timed handshake")
+            if let timings, let connectedAt {
+                ledger.check(.connectedAfterHandshake, connectedAt >= timings.completedAt, actor: history,
+                             "connected \(formatDuration(connectedAt.duration(to: timings.completedAt))) before the 101 was validated")
+            }
             liveConnections += 1
             ledger.check(.oneLiveConnection, liveConnections == 1, actor: history, "\(liveConnections) live connections")
             history.note("connected")
@@ -111,7 +116,11 @@ struct VirtualUser {
             recorder.liveConnections -= 1
             liveConnections -= 1
             let closeCode = await manager.closeCode
+            let closeReason = await manager.closeReason
             if let closeCode { recorder.disconnects[closeCode.rawValue, default: 0] += 1 }
+            ledger.check(.closeAccounted, closeCode.map { $0 != .abnormalClosure || !(closeReason ?? "").isEmpty } ?? false,
+                         actor: history, closeCode == nil ? "the connection ended without a close outcome"
+                             : "closed 1006 without a reason")
             history.note("disconnected \(closeCode.map { String($0.rawValue) } ?? "-") (\(ending))")
             if ending == .stopped && faults.reconnectAfterIntentionalDisconnect && !isFaultSpent { continue }
             guard ending == .dropped else { return }

@@ -92,3 +92,31 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         hasher.combine(port)
     }
 }
+
+/// A TCP port held without listening: connects to it are refused (RST), and no other socket can take it.
+/// A restarting server holds its port this way while it is down, so that when it listens again the port
+/// is still its own (on a busy host, a freed ephemeral port is soon some other socket's).
+public final class PortReservation: Sendable {
+    private let descriptor: Int32
+
+    /// Binds a socket to `address` with `SO_REUSEADDR` (and `SO_REUSEPORT`, so it can be taken over by
+    /// listeners that set it), without listening.
+    public init(_ address: SocketAddress) throws(RuntimeError) {
+        let descriptor = socket(address.family == .ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw RuntimeError(uvStatus: -errno, function: "socket") }
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let status = address.withSockaddr { pointer in
+            bind(descriptor, pointer, socklen_t(address.family == .ipv6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size))
+        }
+        guard status == 0 else {
+            let error = RuntimeError(uvStatus: -errno, function: "bind")
+            Glibc.close(descriptor)
+            throw error
+        }
+        self.descriptor = descriptor
+    }
+
+    /// Releases the port (also on deinit).
+    deinit { Glibc.close(descriptor) }
+}

@@ -101,16 +101,17 @@ enum ProxyCommand: Subcommand {
             await withTaskGroup(of: Int32?.self) { tasks in
                 tasks.addTask(executorPreference: proxy.taskExecutor) { await proxy.run(); return nil }
                 tasks.addTask { await shutdown.wait() }
-                tasks.addTask {
-                    let clock = ContinuousClock()
+                tasks.addTask(executorPreference: proxy.taskExecutor) {
+                    // On the proxy's first loop, so a busy global pool does not delay the events.
+                    let clock = LoopClock()
                     let start = clock.now
                     for (index, event) in timeline.enumerated() {
-                        try? await clock.sleep(until: start + event.at)
+                        try? await clock.sleep(until: start.advanced(by: event.at))
                         if Task.isCancelled { return nil }
                         let affected = await proxy.perform(event.action, seed: seed &+ UInt64(index))
-                        output.print("wsload proxy: \(event.action) at \(formatDuration(clock.now - start)): \(affected) connections")
+                        output.print("wsload proxy: \(event.action) at \(formatDuration(start.duration(to: clock.now))): \(affected) connections")
                     }
-                    try? await Task.sleep(for: .seconds(365 * 24 * 3600))
+                    try? await clock.sleep(until: clock.now.advanced(by: .seconds(365 * 24 * 3600)))
                     return nil
                 }
                 if let duration {

@@ -83,6 +83,18 @@ struct InvariantTests {
         #expect(violations(result, .noReconnectAfterIntentional) == 4)
     }
 
+    @Test("the reference's `.connected` before the handshake is caught by the protocol checker")
+    func connectedBeforeHandshake() async throws {
+        let result = try await faultyRun(\.connectedBeforeHandshake, duration: "10s", scenario: """
+            {"name": "s", "pattern": "echo", "connections": 3, "messagesPerConnection": 5}
+            """)
+        #expect(violations(result, .connectedAfterHandshake) == 3, "\(result.invariants)")
+        let example = try #require(result.invariants.examples[Invariant.connectedAfterHandshake.rawValue]?.first)
+        #expect(example.detail.contains("before the 101 was validated"), "\(example.detail)")
+        // The connections themselves work: only the order of events was wrong.
+        #expect(result.total.counter("ws.messages_received") == 15)
+    }
+
     @Test("a dropped echo message is caught by the sequence checker")
     func droppedMessage() async throws {
         let result = try await faultyRun(\.dropOneEchoMessage, duration: "10s", scenario: """

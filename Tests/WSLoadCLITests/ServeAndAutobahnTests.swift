@@ -174,7 +174,7 @@ struct ProxyCommandTests {
                 tasks.cancelAll()
             }
         }
-        #expect(captured.output.contains("kill 100% at 1.5"), "\(captured.output)")
+        #expect(captured.output.contains("kill 100% at 1."), "\(captured.output)")
         #expect(captured.output.contains(": 1 connections"), "\(captured.output)")
         #expect(captured.output.contains("accepted 1"), "\(captured.output)")
     }

@@ -87,11 +87,9 @@ public final class EmbeddedServer: Sendable {
             restartPause.withLock { $0 = pause }
             for listener in listeners.withLock({ $0 }) { listener.close() }
         }
-        var affected = 0
-        for (index, loop) in loops.enumerated() {
-            let registry = registries[index]
-            let loopSeed = seed &+ UInt64(index)
-            affected += (try? await loop.submit { registry.apply(action, on: loop, seed: loopSeed) }) ?? 0
+        let registries = registries
+        let affected = await applyOnEachLoop(loops, seed: seed) { index, loop, loopSeed in
+            registries[index].apply(action, on: loop, seed: loopSeed)
         }
         statistics.chaosCloses.add(affected, ordering: .relaxed)
         return affected
@@ -159,6 +157,35 @@ public enum ServerChaosAction: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension ServerChaosAction {
+    /// The share of the connections it hits.
+    var fraction: Double {
+        switch self {
+        case .kill(let share), .reset(let share), .close(_, let share), .stall(_, let share): share
+        case .restart: 1
+        }
+    }
+}
+
+/// `fraction` of the items in `order` (rounded up), shuffled with `seed`: which connections a chaos event hits.
+func chaosShare<Item>(of order: [ObjectIdentifier], in items: [ObjectIdentifier: Item], fraction: Double, seed: UInt64) -> [Item] {
+    var random = SeededRandomNumberGenerator(seed: seed)
+    let count = Int((Double(order.count) * fraction).rounded(.up))
+    return order.shuffled(using: &random).prefix(count).compactMap { items[$0] }
+}
+
+/// Runs `apply(loop index, loop, seed for that loop)` on each loop and sums what it returns.
+func applyOnEachLoop(
+    _ loops: [EventLoop], seed: UInt64, _ apply: @escaping @Sendable (Int, EventLoop, UInt64) -> Int
+) async -> Int {
+    var total = 0
+    for (index, loop) in loops.enumerated() {
+        let loopSeed = seed &+ UInt64(index)
+        total += (try? await loop.submit { apply(index, loop, loopSeed) }) ?? 0
+    }
+    return total
+}
+
 /// The live sessions of one loop; loop-confined.
 final class SessionRegistry: @unchecked Sendable {
     private var sessions: [ObjectIdentifier: ServerSession] = [:]
@@ -178,14 +205,7 @@ final class SessionRegistry: @unchecked Sendable {
 
     /// Applies `action` to its share of the sessions (chosen with `seed`, in connection order); on the loop.
     func apply(_ action: ServerChaosAction, on loop: EventLoop, seed: UInt64) -> Int {
-        let fraction: Double
-        switch action {
-        case .kill(let share), .reset(let share), .close(_, let share), .stall(_, let share): fraction = share
-        case .restart: fraction = 1
-        }
-        var random = SeededRandomNumberGenerator(seed: seed)
-        let count = Int((Double(order.count) * fraction).rounded(.up))
-        let chosen = order.shuffled(using: &random).prefix(count).compactMap { sessions[$0] }
+        let chosen = chaosShare(of: order, in: sessions, fraction: action.fraction, seed: seed)
         for session in chosen {
             switch action {
             case .kill, .restart:

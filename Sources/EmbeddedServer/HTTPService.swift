@@ -253,7 +253,9 @@ struct HTTPService {
             }
         }
         if sent < count {
+            // Exactly `dropAfterBytes` reach the client: flush what is queued (a close would discard it), then FIN.
             server.statistics.chaosCloses.add(1, ordering: .relaxed)
+            try? await stream.shutdownWrite()
             stream.close()
         }
         return sent

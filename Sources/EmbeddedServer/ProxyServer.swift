@@ -1,4 +1,3 @@
-import Crypto
 import Runtime
 import Synchronization
 
@@ -159,12 +158,8 @@ public final class ProxyServer: Sendable {
             restartPause.withLock { $0 = pause }
             for listener in listeners.withLock({ $0 }) { listener.close() }
         }
-        var affected = 0
-        for (index, loop) in loops.enumerated() {
-            let registry = registries[index]
-            let loopSeed = seed &+ UInt64(index)
-            affected += (try? await loop.submit { registry.apply(action, seed: loopSeed) }) ?? 0
-        }
+        let registries = registries
+        let affected = await applyOnEachLoop(loops, seed: seed) { index, _, loopSeed in registries[index].apply(action, seed: loopSeed) }
         statistics.chaos.add(affected, ordering: .relaxed)
         return affected
     }
@@ -204,14 +199,7 @@ final class ProxyRegistry: @unchecked Sendable {
     }
 
     func apply(_ action: ServerChaosAction, seed: UInt64) -> Int {
-        let fraction: Double
-        switch action {
-        case .kill(let share), .reset(let share), .close(_, let share), .stall(_, let share): fraction = share
-        case .restart: fraction = 1
-        }
-        var random = SeededRandomNumberGenerator(seed: seed)
-        let count = Int((Double(order.count) * fraction).rounded(.up))
-        let chosen = order.shuffled(using: &random).prefix(count).compactMap { pairs[$0] }
+        let chosen = chaosShare(of: order, in: pairs, fraction: action.fraction, seed: seed)
         for pair in chosen {
             switch action {
             case .kill, .restart, .close:

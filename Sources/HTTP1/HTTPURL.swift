@@ -35,36 +35,11 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         guard !rest.contains(where: { $0 == " " || $0 == "\r" || $0 == "\n" || $0 == "\t" }) else {
             throw ParseError(description: "\"\(text.prefix(200))\": whitespace in the URL")
         }
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        var path = String(rest[authorityEnd...])
-        if path.hasPrefix("?") { path = "/" + path }
-        target = path.isEmpty ? "/" : path
-        if authority.contains("@") { throw ParseError(description: "\"\(text.prefix(200))\": user info in the URL is not supported") }
-        var hostPart = Substring(authority)
-        var portText: Substring?
-        if hostPart.hasPrefix("[") {
-            guard let close = hostPart.firstIndex(of: "]") else { throw ParseError(description: "\"\(text.prefix(200))\": unclosed [ in host") }
-            let after = hostPart[hostPart.index(after: close)...]
-            if after.hasPrefix(":") {
-                portText = after.dropFirst()
-            } else if !after.isEmpty {
-                throw ParseError(description: "\"\(text.prefix(200))\": unexpected \"\(after)\" after the host")
-            }
-            hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
-        } else if let colon = hostPart.lastIndex(of: ":") {
-            portText = hostPart[hostPart.index(after: colon)...]
-            hostPart = hostPart[..<colon]
-        }
-        guard !hostPart.isEmpty else { throw ParseError(description: "\"\(text.prefix(200))\" has no host") }
-        host = String(hostPart)
-        if let portText {
-            guard let port = Int(portText), (1...65535).contains(port) else {
-                throw ParseError(description: "\"\(text.prefix(200))\": port \"\(portText)\" is not 1–65535")
-            }
-            self.port = port
-        } else {
-            port = isSecure ? 443 : 80
+        do {
+            (host, port, target) = try splitAuthorityAndTarget(rest, of: String(text.prefix(200)), defaultPort: isSecure ? 443 : 80,
+                                                               userInfoHint: "")
+        } catch {
+            throw ParseError(description: error.description)
         }
     }
 
@@ -127,4 +102,45 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         let path = "/" + output.joined(separator: "/")
         return parts.count > 1 ? path + "?" + parts[1] : path
     }
+}
+
+/// Why a URL's authority or target does not parse.
+public struct URLSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+/// Splits what follows `scheme://` into host (IPv6 without brackets), port (or `defaultPort`) and target
+/// (path and query; `/` when empty). Shared by ``HTTPURL`` and the WebSocket URL. User info is refused.
+public func splitAuthorityAndTarget(
+    _ rest: Substring, of text: String, defaultPort: Int, userInfoHint: String
+) throws(URLSyntaxError) -> (host: String, port: Int, target: String) {
+    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+    let authority = rest[..<authorityEnd]
+    var path = String(rest[authorityEnd...])
+    if path.hasPrefix("?") { path = "/" + path }
+    if authority.contains("@") { throw URLSyntaxError(description: "\"\(text)\": user info in the URL is not supported\(userInfoHint)") }
+    var hostPart = Substring(authority)
+    var portText: Substring?
+    if hostPart.hasPrefix("[") {
+        guard let close = hostPart.firstIndex(of: "]") else { throw URLSyntaxError(description: "\"\(text)\": unclosed [ in host") }
+        let after = hostPart[hostPart.index(after: close)...]
+        if after.hasPrefix(":") {
+            portText = after.dropFirst()
+        } else if !after.isEmpty {
+            throw URLSyntaxError(description: "\"\(text)\": unexpected \"\(after)\" after the host")
+        }
+        hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
+    } else if let colon = hostPart.lastIndex(of: ":") {
+        portText = hostPart[hostPart.index(after: colon)...]
+        hostPart = hostPart[..<colon]
+    }
+    guard !hostPart.isEmpty else { throw URLSyntaxError(description: "\"\(text)\" has no host") }
+    var port = defaultPort
+    if let portText {
+        guard let number = Int(portText), (1...65535).contains(number) else {
+            throw URLSyntaxError(description: "\"\(text)\": port \"\(portText)\" is not 1–65535")
+        }
+        port = number
+    }
+    return (String(hostPart), port, path.isEmpty ? "/" : path)
 }

@@ -154,23 +154,20 @@ struct Coordinator {
                 everStarted[index] += 1
                 launched += 1
                 let finished = self.finished
-                if plan.transfer != nil {
-                    let user = TransferUser(
-                        id: id, plan: plan, loop: loop, recorder: recorders[index][loopIndex], latch: latches[loopIndex],
-                        ledger: ledgers[loopIndex], faults: faults, random: random.split())
-                    connections.addTask(executorPreference: loop.taskExecutor) {
-                        var user = user
-                        await user.run()
-                        finished.increment()
-                    }
-                    continue
-                }
-                let user = VirtualUser(
-                    id: id, plan: plan, loop: loop, recorder: recorders[index][loopIndex], latch: latches[loopIndex],
-                    ledger: ledgers[loopIndex], faults: faults, random: random.split())
+                let (recorder, latch, ledger) = (recorders[index][loopIndex], latches[loopIndex], ledgers[loopIndex])
+                let userRandom = random.split()
+                let faults = self.faults
                 connections.addTask(executorPreference: loop.taskExecutor) {
-                    var user = user
-                    await user.run()
+                    // A download or upload slot, or a WebSocket client.
+                    if plan.transfer != nil {
+                        var user = TransferUser(id: id, plan: plan, loop: loop, recorder: recorder, latch: latch, ledger: ledger,
+                                                faults: faults, random: userRandom)
+                        await user.run()
+                    } else {
+                        var user = VirtualUser(id: id, plan: plan, loop: loop, recorder: recorder, latch: latch, ledger: ledger,
+                                               faults: faults, random: userRandom)
+                        await user.run()
+                    }
                     finished.increment()
                 }
             }

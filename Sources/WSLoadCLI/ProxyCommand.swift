@@ -1,5 +1,4 @@
 import EmbeddedServer
-import JSON
 import LoadEngine
 import Runtime
 
@@ -97,35 +96,20 @@ enum ProxyCommand: Subcommand {
             return .failure
         }
         output.print("wsload proxy: listening on \(proxy.localAddress), forwarding to \(configuration.upstreamHost):\(configuration.upstreamPort)")
-        let stopSignal = try? await withShutdownSignals(on: group.loops[0]) { shutdown -> Int32? in
-            await withTaskGroup(of: Int32?.self) { tasks in
-                tasks.addTask(executorPreference: proxy.taskExecutor) { await proxy.run(); return nil }
-                tasks.addTask { await shutdown.wait() }
-                tasks.addTask(executorPreference: proxy.taskExecutor) {
-                    // On the proxy's first loop, so a busy global pool does not delay the events.
-                    let clock = LoopClock()
-                    let start = clock.now
-                    for (index, event) in timeline.enumerated() {
-                        try? await clock.sleep(until: start.advanced(by: event.at))
-                        if Task.isCancelled { return nil }
-                        let affected = await proxy.perform(event.action, seed: seed &+ UInt64(index))
-                        output.print("wsload proxy: \(event.action) at \(formatDuration(start.duration(to: clock.now))): \(affected) connections")
-                    }
-                    try? await clock.sleep(until: clock.now.advanced(by: .seconds(365 * 24 * 3600)))
-                    return nil
+        let reason = await serveUntilStopped(on: group.loops[0], duration: duration, serve: {
+            await withTaskExecutorPreference(proxy.taskExecutor) { await proxy.run() }
+        }, alongside: {
+            // The timeline, on the proxy's first loop, so a busy global pool does not delay the events.
+            await withTaskExecutorPreference(proxy.taskExecutor) {
+                let clock = LoopClock()
+                let start = clock.now
+                for (index, event) in timeline.enumerated() {
+                    guard (try? await clock.sleep(until: start.advanced(by: event.at))) != nil else { return }
+                    let affected = await proxy.perform(event.action, seed: seed &+ UInt64(index))
+                    output.print("wsload proxy: \(event.action) at \(formatDuration(start.duration(to: clock.now))): \(affected) connections")
                 }
-                if let duration {
-                    tasks.addTask {
-                        try? await Task.sleep(for: duration)
-                        return nil
-                    }
-                }
-                let first = await tasks.next() ?? nil
-                tasks.cancelAll()
-                return first
             }
-        }
-        let reason = (stopSignal ?? nil).map { "after \(signalName($0))" } ?? "after \(duration.map(formatDuration) ?? "stop")"
+        })
         output.print("wsload proxy: stopped \(reason); \(proxy.statistics.summary)")
         return .success
     }

@@ -145,23 +145,43 @@ enum ServeCommand: Subcommand {
             return .failure
         }
         output.print("wsload serve: listening on \(server.url) and \(server.httpURL)/ (\(group.loops.count) loops)")
-        let stopSignal = try? await withShutdownSignals(on: group.loops[0]) { shutdown -> Int32? in
-            await withTaskGroup(of: Int32?.self) { tasks in
-                tasks.addTask(executorPreference: server.taskExecutor) { await server.run(); return nil }
-                tasks.addTask { await shutdown.wait() }
-                if let duration {
-                    tasks.addTask {
-                        try? await Task.sleep(for: duration)
-                        return nil
-                    }
-                }
-                let first = await tasks.next() ?? nil
-                tasks.cancelAll()
-                return first
-            }
+        let reason = await serveUntilStopped(on: group.loops[0], duration: duration) {
+            await withTaskExecutorPreference(server.taskExecutor) { await server.run() }
         }
-        let reason = (stopSignal ?? nil).map { "after \(signalName($0))" } ?? "after \(duration.map { "\($0)" } ?? "stop")"
         output.print("wsload serve: stopped \(reason); \(server.statistics.summary)")
         return .success
     }
+}
+
+/// Runs `serve` until SIGINT/SIGTERM, `duration`, or until it returns; `alongside` runs beside it and is
+/// cancelled with it. Shared by `serve` and `proxy`.
+/// - Returns: why it stopped, for the closing line ("after SIGINT", "after 3.0s").
+func serveUntilStopped(
+    on loop: EventLoop, duration: Duration?, serve: @escaping @Sendable () async -> Void,
+    alongside: (@Sendable () async -> Void)? = nil
+) async -> String {
+    let stopSignal = try? await withShutdownSignals(on: loop) { shutdown -> Int32? in
+        await withTaskGroup(of: Int32?.self) { tasks in
+            tasks.addTask { await serve(); return nil }
+            tasks.addTask { await shutdown.wait() }
+            if let alongside {
+                tasks.addTask {
+                    await alongside()
+                    // Finishing early must not end the run: wait to be cancelled.
+                    try? await Task.sleep(for: .seconds(365 * 24 * 3600))
+                    return nil
+                }
+            }
+            if let duration {
+                tasks.addTask {
+                    try? await Task.sleep(for: duration)
+                    return nil
+                }
+            }
+            let first = await tasks.next() ?? nil
+            tasks.cancelAll()
+            return first
+        }
+    }
+    return (stopSignal ?? nil).map { "after \(signalName($0))" } ?? "after \(duration.map { "\($0)" } ?? "stop")"
 }

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// A `ws://` or `wss://` URL split into what the handshake needs (RFC 6455 §3).
 public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
     public var isSecure: Bool
@@ -26,34 +28,10 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
             throw ParseError(description: "\"\(text)\" is not a ws:// or wss:// URL")
         }
         if rest.contains("#") { throw ParseError(description: "\"\(text)\": WebSocket URLs cannot have a fragment") }
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        var path = String(rest[authorityEnd...])
-        if path.hasPrefix("?") { path = "/" + path }
-        target = path.isEmpty ? "/" : path
-        if authority.contains("@") { throw ParseError(description: "\"\(text)\": user info in the URL is not supported; use auth") }
-        var hostPart = Substring(authority)
-        var portText: Substring?
-        if hostPart.hasPrefix("[") {
-            guard let close = hostPart.firstIndex(of: "]") else { throw ParseError(description: "\"\(text)\": unclosed [ in host") }
-            let after = hostPart[hostPart.index(after: close)...]
-            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty {
-                throw ParseError(description: "\"\(text)\": unexpected \"\(after)\" after the host")
-            }
-            hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
-        } else if let colon = hostPart.lastIndex(of: ":") {
-            portText = hostPart[hostPart.index(after: colon)...]
-            hostPart = hostPart[..<colon]
-        }
-        guard !hostPart.isEmpty else { throw ParseError(description: "\"\(text)\" has no host") }
-        host = String(hostPart)
-        if let portText {
-            guard let port = Int(portText), (1...65535).contains(port) else {
-                throw ParseError(description: "\"\(text)\": port \"\(portText)\" is not 1–65535")
-            }
-            self.port = port
-        } else {
-            port = isSecure ? 443 : 80
+        do {
+            (host, port, target) = try splitAuthorityAndTarget(rest, of: text, defaultPort: isSecure ? 443 : 80, userInfoHint: "; use auth")
+        } catch {
+            throw ParseError(description: error.description)
         }
     }
 

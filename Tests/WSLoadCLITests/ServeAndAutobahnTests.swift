@@ -151,8 +151,8 @@ struct ProxyCommandTests {
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask(executorPreference: server.taskExecutor) { await server.run() }
                 async let code = WSLoad.main(arguments: [
-                    "proxy", "--upstream", server.url, "--listen", "127.0.0.1:\(port)", "--loops", "1", "--duration", "3s",
-                    "--chaos", #"[{"at": "1500ms", "action": "kill"}]"#,
+                    "proxy", "--upstream", server.url, "--listen", "127.0.0.1:\(port)", "--loops", "1", "--duration", "5s",
+                    "--chaos", #"[{"at": "3s", "action": "kill"}]"#,
                 ], output: captured.commandOutput)
                 while !captured.output.contains("listening on") { try await Task.sleep(for: .milliseconds(10)) }
                 let manager = WebSocketManager(url: try WebSocketURL("ws://127.0.0.1:\(port)/"), loop: loop)
@@ -174,7 +174,7 @@ struct ProxyCommandTests {
                 tasks.cancelAll()
             }
         }
-        #expect(captured.output.contains("kill 100% at 1."), "\(captured.output)")
+        #expect(captured.output.contains("kill 100% at 3."), "\(captured.output)")
         #expect(captured.output.contains(": 1 connections"), "\(captured.output)")
         #expect(captured.output.contains("accepted 1"), "\(captured.output)")
     }

@@ -6,6 +6,7 @@ import HTTP1
 import Runtime
 import TestSupport
 import Testing
+import WebSocket
 
 /// A fresh directory under the system temp directory, removed when the value is released.
 final class TransferScratch: @unchecked Sendable {
@@ -520,5 +521,43 @@ struct DownloadOptionTests {
                 #expect(result.duration >= .milliseconds(350), "\(result.duration)")
             }
         }
+    }
+}
+
+@Suite("Embedded server chaos actions")
+struct ServerChaosActionTests {
+    /// Connects `count` clients, applies `action`, and returns the close codes the clients saw (the spared
+    /// ones are closed by the client afterwards: 1000).
+    private func closeCodes(after action: ServerChaosAction, count: Int) async throws -> (affected: Int, codes: [UInt16]) {
+        try await withLoopGroup(loopCount: 1) { group in
+            try await withEmbeddedServer(on: group) { server in
+                let loop = group.loops[0]
+                let managers = try (0..<count).map { _ in WebSocketManager(url: try WebSocketURL(server.url), loop: loop) }
+                return try await withThrowingTaskGroup(of: Void.self) { readers in
+                    for manager in managers {
+                        readers.addTask(executorPreference: loop.taskExecutor) { await manager.run() }
+                    }
+                    try await waitUntil { server.statistics.active.load(ordering: .relaxed) == count }
+                    let affected = await server.perform(action, seed: 1)
+                    // Let the affected clients see their close, then close the rest ourselves.
+                    try await Task.sleep(for: .milliseconds(500))
+                    for manager in managers { try await onLoop(loop) { await manager.disconnect() } }
+                    try await readers.waitForAll()
+                    var codes: [UInt16] = []
+                    for manager in managers { codes.append(await manager.closeCode?.rawValue ?? 0) }
+                    return (affected, codes.sorted())
+                }
+            }
+        }
+    }
+
+    @Test("close with a code hits exactly its share; kill and reset end in 1006")
+    func actions() async throws {
+        let closed = try await closeCodes(after: .close(code: WebSocketCloseCode(rawValue: 1012), fraction: 0.5), count: 6)
+        #expect(closed.affected == 3 && closed.codes == [1000, 1000, 1000, 1012, 1012, 1012], "\(closed)")
+        let killed = try await closeCodes(after: .kill(fraction: 1), count: 4)
+        #expect(killed.affected == 4 && killed.codes == [1006, 1006, 1006, 1006], "\(killed)")
+        let reset = try await closeCodes(after: .reset(fraction: 0.25), count: 4)
+        #expect(reset.affected == 1 && reset.codes == [1000, 1000, 1000, 1006], "\(reset)")
     }
 }

@@ -35,7 +35,7 @@ private func withServe(
 struct ServeAndAutobahnTests {
     @Test("serve echoes, applies chaos close codes, stops after --duration and prints counts")
     func serve() async throws {
-        let result = try await withServe(["--close-after", "1s", "--close-code", "4003"]) { url in
+        let result = try await withServe(["--close-after", "2s", "--close-code", "4003"], duration: "6s") { url in
             try await withLoopGroup(loopCount: 1) { group in
                 let manager = WebSocketManager(url: try WebSocketURL(url), loop: group.loops[0])
                 try await withThrowingTaskGroup(of: Void.self) { tasks in

@@ -74,7 +74,15 @@ extension EventLoop {
     /// Cancellation ends the sleep at once with `CancellationError`.
     public func sleep(for duration: Duration) async throws {
         precondition(inLoopThread, "EventLoop.sleep must be called on \(self)'s thread")
-        try await TimerHandle(loop: self).wait(milliseconds: duration.roundedUpMilliseconds)
+        // libuv's timers count whole milliseconds of a loop time truncated to the millisecond, so a timer can
+        // fire up to 1 ms before the precise deadline: wait again for whatever is left.
+        let deadline = uv_hrtime() &+ UInt64(max(0, duration.nanoseconds))
+        var remaining = duration
+        repeat {
+            try await TimerHandle(loop: self).wait(milliseconds: remaining.roundedUpMilliseconds)
+            let now = uv_hrtime()
+            remaining = .nanoseconds(Int64(deadline > now ? deadline - now : 0))
+        } while remaining > .zero
     }
 }
 

@@ -12,17 +12,14 @@ import WebSocket
 /// server and closes every connection.
 public final class EmbeddedServer: Sendable {
     public let configuration: ServerConfiguration
-    /// The current listeners (replaced by a restart).
-    private let listeners: Mutex<[TCPListener]>
-    private let loops: [EventLoop]
+    private let listeners: RestartableListeners
+    private var loops: [EventLoop] { listeners.loops }
     /// The live WebSocket sessions of each loop, for chaos actions (index: loop index).
     let registries: [SessionRegistry]
-    /// Set by a restart: how long ``run()`` waits before listening again.
-    private let restartPause = Mutex<Duration?>(nil)
     public let statistics = ServerStatistics()
 
     /// The bound address (the real port when port 0 was asked for); a restart listens on it again.
-    public let localAddress: SocketAddress
+    public var localAddress: SocketAddress { listeners.localAddress }
 
     /// `http://HOST:PORT` or `https://…` for this server's HTTP routes (no trailing slash).
     public var httpURL: String {
@@ -40,9 +37,7 @@ public final class EmbeddedServer: Sendable {
 
     private init(configuration: ServerConfiguration, listeners: [TCPListener]) {
         self.configuration = configuration
-        self.listeners = Mutex(listeners)
-        loops = listeners.map(\.loop)
-        localAddress = listeners[0].localAddress
+        self.listeners = RestartableListeners(listeners)
         registries = listeners.map { _ in SessionRegistry() }
     }
 
@@ -59,23 +54,8 @@ public final class EmbeddedServer: Sendable {
     public var taskExecutor: LoopTaskExecutor { loops[0].taskExecutor }
 
     public func run() async {
-        var generation: UInt64 = 0
-        while !Task.isCancelled {
-            let current = listeners.withLock { $0 }
-            let seedOffset = generation << 32
-            await withDiscardingTaskGroup { tasks in
-                for (index, listener) in current.enumerated() {
-                    tasks.addTask(executorPreference: listener.loop.taskExecutor) {
-                        await self.acceptLoop(listener, seed: self.configuration.chaos.seed.map { $0 &+ UInt64(index) &+ seedOffset })
-                    }
-                }
-            }
-            // The listeners closed: a restart (listen again after the pause), or the end.
-            guard !Task.isCancelled, let pause = restartPause.withLock({ pause in defer { pause = nil }; return pause }) else { return }
-            guard let fresh = await relisten(on: localAddress, loops: loops, after: pause) else { return }
-            listeners.withLock { $0 = fresh }
-            statistics.restarts.add(1, ordering: .relaxed)
-            generation += 1
+        await listeners.run(onRestart: { self.statistics.restarts.add(1, ordering: .relaxed) }) { index, listener, generation in
+            await self.acceptLoop(listener, seed: self.configuration.chaos.seed.map { $0 &+ UInt64(index) &+ generation << 32 })
         }
     }
 
@@ -83,10 +63,7 @@ public final class EmbeddedServer: Sendable {
     /// - Returns: how many connections it affected.
     @discardableResult
     public func perform(_ action: ServerChaosAction, seed: UInt64 = 0) async -> Int {
-        if case .restart(let pause) = action {
-            restartPause.withLock { $0 = pause }
-            for listener in listeners.withLock({ $0 }) { listener.close() }
-        }
+        if case .restart(let pause) = action { listeners.closeForRestart(pause: pause) }
         let registries = registries
         let affected = await applyOnEachLoop(loops, seed: seed) { index, loop, loopSeed in
             registries[index].apply(action, on: loop, seed: loopSeed)
@@ -219,6 +196,48 @@ final class SessionRegistry: @unchecked Sendable {
             }
         }
         return chosen.count
+    }
+}
+
+/// The listeners of a server that a chaos restart can close and open again on the same address.
+final class RestartableListeners: Sendable {
+    private let current: Mutex<[TCPListener]>
+    /// Set by a restart: how long ``run(onRestart:accept:)`` waits before listening again.
+    private let restartPause = Mutex<Duration?>(nil)
+    let loops: [EventLoop]
+    let localAddress: SocketAddress
+
+    init(_ listeners: [TCPListener]) {
+        current = Mutex(listeners)
+        loops = listeners.map(\.loop)
+        localAddress = listeners[0].localAddress
+    }
+
+    /// Runs `accept(index, listener, generation)` for every listener, each on its loop, until they close;
+    /// after a restart, listens again and goes on. Returns when cancelled (or the port is lost).
+    func run(onRestart: @escaping @Sendable () -> Void, accept: @escaping @Sendable (Int, TCPListener, UInt64) async -> Void) async {
+        var generation: UInt64 = 0
+        while !Task.isCancelled {
+            let listeners = current.withLock { $0 }
+            let thisGeneration = generation
+            await withDiscardingTaskGroup { tasks in
+                for (index, listener) in listeners.enumerated() {
+                    tasks.addTask(executorPreference: listener.loop.taskExecutor) { await accept(index, listener, thisGeneration) }
+                }
+            }
+            // The listeners closed: a restart (listen again after the pause), or the end.
+            guard !Task.isCancelled, let pause = restartPause.withLock({ pause in defer { pause = nil }; return pause }) else { return }
+            guard let fresh = await relisten(on: localAddress, loops: loops, after: pause) else { return }
+            current.withLock { $0 = fresh }
+            onRestart()
+            generation += 1
+        }
+    }
+
+    /// Stops listening; ``run(onRestart:accept:)`` listens again after `pause`.
+    func closeForRestart(pause: Duration) {
+        restartPause.withLock { $0 = pause }
+        for listener in current.withLock({ $0 }) { listener.close() }
     }
 }
 

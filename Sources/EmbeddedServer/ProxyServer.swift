@@ -34,18 +34,15 @@ public struct ProxyConfiguration: Sendable {
 /// WebSocket framing and is the embedded server's alone.
 public final class ProxyServer: Sendable {
     public let configuration: ProxyConfiguration
-    private let listeners: Mutex<[TCPListener]>
-    private let loops: [EventLoop]
+    private let listeners: RestartableListeners
+    private var loops: [EventLoop] { listeners.loops }
     private let registries: [ProxyRegistry]
-    private let restartPause = Mutex<Duration?>(nil)
-    public let localAddress: SocketAddress
+    public var localAddress: SocketAddress { listeners.localAddress }
     public let statistics = ProxyStatistics()
 
     private init(configuration: ProxyConfiguration, listeners: [TCPListener]) {
         self.configuration = configuration
-        self.listeners = Mutex(listeners)
-        loops = listeners.map(\.loop)
-        localAddress = listeners[0].localAddress
+        self.listeners = RestartableListeners(listeners)
         registries = listeners.map { _ in ProxyRegistry() }
     }
 
@@ -59,17 +56,8 @@ public final class ProxyServer: Sendable {
 
     /// Forwards until cancelled; a restart closes the listeners and listens again after its pause.
     public func run() async {
-        while !Task.isCancelled {
-            let current = listeners.withLock { $0 }
-            await withDiscardingTaskGroup { tasks in
-                for (index, listener) in current.enumerated() {
-                    tasks.addTask(executorPreference: listener.loop.taskExecutor) { await self.acceptLoop(listener, registry: self.registries[index]) }
-                }
-            }
-            guard !Task.isCancelled, let pause = restartPause.withLock({ pause in defer { pause = nil }; return pause }) else { return }
-            guard let fresh = await relisten(on: localAddress, loops: loops, after: pause) else { return }
-            listeners.withLock { $0 = fresh }
-            statistics.restarts.add(1, ordering: .relaxed)
+        await listeners.run(onRestart: { self.statistics.restarts.add(1, ordering: .relaxed) }) { index, listener, _ in
+            await self.acceptLoop(listener, registry: self.registries[index])
         }
     }
 
@@ -154,10 +142,7 @@ public final class ProxyServer: Sendable {
     /// - Returns: how many connections it affected.
     @discardableResult
     public func perform(_ action: ServerChaosAction, seed: UInt64 = 0) async -> Int {
-        if case .restart(let pause) = action {
-            restartPause.withLock { $0 = pause }
-            for listener in listeners.withLock({ $0 }) { listener.close() }
-        }
+        if case .restart(let pause) = action { listeners.closeForRestart(pause: pause) }
         let registries = registries
         let affected = await applyOnEachLoop(loops, seed: seed) { index, _, loopSeed in registries[index].apply(action, seed: loopSeed) }
         statistics.chaos.add(affected, ordering: .relaxed)

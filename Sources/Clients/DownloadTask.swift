@@ -319,7 +319,10 @@ public actor DownloadTask {
     }
 
     /// Runs up to `connections` workers over the pending segments; `first` is a response already open.
-    private func runWorkers(first: (segment: Int, connection: HTTPClientConnection, head: HTTPResponseHead, framing: HTTPBodyFraming)?) async throws {
+    /// A response already open for a segment (the probe's), handed to the first worker.
+    private typealias OpenedResponse = (segment: Int, connection: HTTPClientConnection, head: HTTPResponseHead, framing: HTTPBodyFraming)
+
+    private func runWorkers(first: OpenedResponse?) async throws {
         let workerCount = min(request.connections, pending.count + (first == nil ? 0 : 1))
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<workerCount {
@@ -333,7 +336,7 @@ public actor DownloadTask {
     }
 
     /// One connection's loop: take a pending segment, fetch it (retrying), repeat.
-    private func work(startingWith opened: (segment: Int, connection: HTTPClientConnection, head: HTTPResponseHead, framing: HTTPBodyFraming)?) async throws {
+    private func work(startingWith opened: OpenedResponse?) async throws {
         var connection: HTTPClientConnection?
         var opened = opened
         if let first = opened { pending.insert(first.segment, at: 0) }
@@ -413,7 +416,9 @@ public actor DownloadTask {
     }
 
     /// Reads a response body into `segment` at its offsets, stopping at the segment's end.
-    private func receive(segment: Int, from connection: HTTPClientConnection, head: HTTPResponseHead, framing: HTTPBodyFraming) async throws {
+    private func receive(
+        segment: Int, from connection: HTTPClientConnection, head: HTTPResponseHead, framing: HTTPBodyFraming
+    ) async throws {
         guard let part else { throw TransferError(.file, "the partial file is not open") }
         let hasher = plan.count == 1 && plan[segment].first == 0 && plan[segment].received == 0 ? inlineHasher : nil
         if hasher == nil { inlineHasher = nil }
@@ -460,7 +465,9 @@ public actor DownloadTask {
     }
 
     /// Sends a GET (following redirects) and returns a 2xx or 416 response whose body is still unread.
-    private func open(headers: HTTPHeaders, reusing reused: HTTPClientConnection? = nil) async throws -> (HTTPClientConnection, HTTPResponseHead) {
+    private func open(
+        headers: HTTPHeaders, reusing reused: HTTPClientConnection? = nil
+    ) async throws -> (HTTPClientConnection, HTTPResponseHead) {
         var target = url
         var reused = reused
         for _ in 0...configuration.maximumRedirects {
@@ -538,7 +545,8 @@ public actor DownloadTask {
         guard let value = head.headers["Content-Range"], let range = ContentRange(headerValue: value), let got = range.range,
             let complete = range.completeLength
         else {
-            throw TransferError(.contentRangeMismatch, "206 without a valid Content-Range (\(head.headers["Content-Range"]?.prefix(80) ?? "none"))")
+            let value = head.headers["Content-Range"]?.prefix(80) ?? "none"
+            throw TransferError(.contentRangeMismatch, "206 without a valid Content-Range (\(value))")
         }
         let expectedLast = last ?? (complete - 1)
         guard got.first == first, got.last == min(expectedLast, complete - 1) else {

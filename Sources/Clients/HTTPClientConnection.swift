@@ -47,7 +47,9 @@ public final class HTTPClientConnection: @unchecked Sendable {
     static func origin(of url: HTTPURL) -> String { "\(url.isSecure ? "https" : "http")://\(url.hostHeader)" }
 
     /// Connects to `url`'s origin. Call on `loop`'s thread.
-    public static func connect(to url: HTTPURL, configuration: TransferConfiguration, on loop: EventLoop) async throws -> HTTPClientConnection {
+    public static func connect(
+        to url: HTTPURL, configuration: TransferConfiguration, on loop: EventLoop
+    ) async throws -> HTTPClientConnection {
         let clock = LoopClock()
         let start = clock.now
         let tcp = try await TCPConnection.connect(host: url.host, port: url.port, on: loop, options: configuration.tcp)

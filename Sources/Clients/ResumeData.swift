@@ -32,7 +32,9 @@ public struct ResumeData: Sendable, Hashable {
     public var totalLength: Int64?
     public var segments: [SegmentProgress]
 
-    public init(url: String, destination: String, partPath: String, validators: Validators, totalLength: Int64?, segments: [SegmentProgress]) {
+    public init(
+        url: String, destination: String, partPath: String, validators: Validators, totalLength: Int64?, segments: [SegmentProgress]
+    ) {
         self.url = url
         self.destination = destination
         self.partPath = partPath
@@ -69,7 +71,9 @@ public struct ResumeData: Sendable, Hashable {
 
     public init(json: JSONValue) throws(DecodingError) {
         func string(_ key: String) throws(DecodingError) -> String {
-            guard let value = json[key]?.stringValue else { throw DecodingError(description: "resume data: \"\(key)\" is missing or not a string") }
+            guard let value = json[key]?.stringValue else {
+                throw DecodingError(description: "resume data: \"\(key)\" is missing or not a string")
+            }
             return value
         }
         func integer(_ value: JSONValue?, _ what: String) throws(DecodingError) -> Int64 {

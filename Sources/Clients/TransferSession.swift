@@ -61,7 +61,9 @@ public actor TransferSession {
 
     /// Opens (or creates) the session's journal and replays it.
     /// - Throws: `TransferError` (`file`) when the journal cannot be opened or another process holds it.
-    public init(identifier: String, directory: String, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop) throws {
+    public init(
+        identifier: String, directory: String, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop
+    ) throws {
         guard !identifier.isEmpty, identifier.utf8.allSatisfy({ isIdentifierByte($0) }) else {
             throw TransferError(.invalidRequest, "session identifier \"\(identifier)\" must be letters, digits, '.', '-' or '_'")
         }
@@ -161,7 +163,8 @@ public actor TransferSession {
                 if let resumeData { try checkpoint(id, resumeData) }
                 if let outcome {
                     try complete(id, outcome)
-                    try deliver(id, TransferCompletion(taskID: id, outcome: outcome, bytesTransferred: bytes, isReplayed: false), onCompletion)
+                    let completion = TransferCompletion(taskID: id, outcome: outcome, bytesTransferred: bytes, isReplayed: false)
+                    try deliver(id, completion, onCompletion)
                 }
                 if !Task.isCancelled { startNext() }
             }

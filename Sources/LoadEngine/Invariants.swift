@@ -29,6 +29,8 @@ public enum Invariant: String, Sendable, CaseIterable {
     /// Every connection that ended has a close outcome: a closing handshake with a code, or (1006) the
     /// reason it had none.
     case closeAccounted = "protocol.close_accounted"
+    /// A client the run (or a ramp-down) stopped ends within `gracefulStop`; `ws.stop_duration` has the slowest.
+    case stopWithinBound = "cancellation.stopped_within_bound"
 }
 
 /// Switches that break wsload on purpose, for tests that prove each checker fires. All off in real runs;
@@ -110,6 +112,7 @@ extension Invariant {
         case .transferDigest: 9
         case .transferNoTemporaryFiles: 10
         case .closeAccounted: 11
+        case .stopWithinBound: 12
         }
     }
 }

@@ -383,7 +383,7 @@ public struct LoadRun: Sendable {
                 let transfer = try makeTransferPlan(scenario, index: index, httpOrigin: httpOrigin, isEmbedded: isEmbedded,
                                                     token: token, seed: seed, scratch: &scratch)
                 return ScenarioPlan(index: index, scenario: scenario, url: baseURL, configuration: .init(), filler: [],
-                                    transfer: transfer)
+                                    transfer: transfer, stopBound: profile.gracefulStop)
             }
             var url = baseURL
             if let path = scenario.websocket.path { url.target = path }
@@ -404,7 +404,8 @@ public struct LoadRun: Sendable {
                 case .query(let name): configuration.authentication = .query(name: name, token: token)
                 }
             }
-            return ScenarioPlan(index: index, scenario: scenario, url: url, configuration: configuration, filler: filler)
+            return ScenarioPlan(index: index, scenario: scenario, url: url, configuration: configuration, filler: filler,
+                                stopBound: profile.gracefulStop)
         }
     }
 }

@@ -13,6 +13,8 @@ final class LoopRecorder: @unchecked Sendable {
     var pingRoundTrip = Histogram()
     var reconnectRecovery = Histogram()
     var messageGap = Histogram()
+    /// From the moment the run (or a ramp-down) stopped a client to the end of its task.
+    var stopDuration = Histogram()
     var timeToFirstByte = Histogram()
     var transferDuration = Histogram()
     /// KiB per second, one sample per transfer.
@@ -52,6 +54,16 @@ final class LoopRecorder: @unchecked Sendable {
 
     func recordError(_ code: String) { errors[code, default: 0] += 1 }
 
+    /// A client's task is ending: if the run (or a ramp-down) had stopped it, how long it took, checked
+    /// against `gracefulStop` (the cancellation invariant's per-actor bound).
+    func recordEnd(of id: Int, latch: StopLatch, ledger: InvariantLedger, history: ActorHistory, bound: Duration) {
+        guard let stoppedAt = latch.stopInstant(id) else { return }
+        let took = LoopClock.Instant(nanoseconds: stoppedAt).duration(to: LoopClock().now)
+        stopDuration.record(microseconds: took)
+        ledger.check(.stopWithinBound, took <= bound, actor: history,
+                     "ended \(formatDuration(took)) after it was stopped (gracefulStop \(formatDuration(bound)))")
+    }
+
     /// Everything recorded since the last snapshot (counters and histograms restart from zero).
     func takeSnapshot() -> RecorderSnapshot {
         var metrics = MetricSet()
@@ -59,7 +71,7 @@ final class LoopRecorder: @unchecked Sendable {
             ("ws.connect", \.connect), ("ws.tls_handshake", \.tlsHandshake), ("ws.upgrade", \.upgrade),
             ("ws.message_rtt", \.messageRoundTrip), ("ws.ping_rtt", \.pingRoundTrip),
             ("ws.reconnect_recovery", \.reconnectRecovery), ("ws.message_gap", \.messageGap),
-            ("http.ttfb", \.timeToFirstByte), ("http.transfer_duration", \.transferDuration), ("http.throughput", \.throughput),
+            ("ws.stop_duration", \.stopDuration), ("http.ttfb", \.timeToFirstByte), ("http.transfer_duration", \.transferDuration), ("http.throughput", \.throughput),
         ]
         for (name, keyPath) in histograms where self[keyPath: keyPath].totalCount > 0 {
             metrics.histograms[name] = self[keyPath: keyPath]

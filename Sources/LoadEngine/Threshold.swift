@@ -175,7 +175,7 @@ public enum MetricCatalog {
 
     public static let latencies = [
         "ws.connect", "ws.tls_handshake", "ws.upgrade", "ws.message_rtt", "ws.ping_rtt", "ws.reconnect_recovery",
-        "ws.message_gap", "http.ttfb", "http.transfer_duration",
+        "ws.message_gap", "ws.stop_duration", "http.ttfb", "http.transfer_duration",
     ]
     /// Histograms of KiB per second.
     public static let throughputs = ["http.throughput"]

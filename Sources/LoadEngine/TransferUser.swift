@@ -59,8 +59,11 @@ struct TransferUser {
     }
 
     mutating func run() async {
-        defer { latch.remove(id) }
         history = ActorHistory(id: id, scenario: plan.scenario.name, start: LoopClock().now)
+        defer {
+            recorder.recordEnd(of: id, latch: latch, ledger: ledger, history: history, bound: plan.stopBound)
+            latch.remove(id)
+        }
         var sequence = 0
         while !latch.isStopped(id) && !Task.isCancelled && transfer.scenario.repeats.map({ sequence < $0 }) ?? true {
             recorder.liveConnections += 1

@@ -15,9 +15,12 @@ final class ScenarioPlan: Sendable {
     let filler: [UInt8]
     /// For download and upload scenarios.
     let transfer: TransferPlan?
+    /// How long a stopped client may take to end (the profile's `gracefulStop`).
+    let stopBound: Duration
 
     init(index: Int, scenario: Scenario, url: WebSocketURL, configuration: WebSocketClientConfiguration, filler: [UInt8],
-         transfer: TransferPlan? = nil) {
+         transfer: TransferPlan? = nil, stopBound: Duration) {
+        self.stopBound = stopBound
         self.index = index
         self.scenario = scenario
         websocket = scenario.websocket
@@ -64,8 +67,11 @@ struct VirtualUser {
     enum Ending { case stopped, finished, dropped }
 
     mutating func run() async {
-        defer { latch.remove(id) }
         history = ActorHistory(id: id, scenario: plan.scenario.name, start: clock.now)
+        defer {
+            recorder.recordEnd(of: id, latch: latch, ledger: ledger, history: history, bound: plan.stopBound)
+            latch.remove(id)
+        }
         var attempt = 0
         var previousDelay: Duration?
         var downSince: LoopClock.Instant?

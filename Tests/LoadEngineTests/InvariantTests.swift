@@ -45,7 +45,8 @@ struct InvariantTests {
         let result = try await stormRun(faults: FaultSwitches())
         #expect(result.invariantsHeld, "\(result.invariants)")
         for invariant in [Invariant.reconnectDelay, .attemptsReset, .maximumAttempts, .noReconnectAfterIntentional,
-                          .oneLiveConnection, .connectedAfterHandshake, .messageSequence, .cancellation] {
+                          .oneLiveConnection, .connectedAfterHandshake, .messageSequence, .cancellation, .closeAccounted,
+                          .stopWithinBound] {
             #expect((result.invariants.checked[invariant.rawValue] ?? 0) > 0, "\(invariant) was never checked")
         }
         #expect(result.total.counter("ws.reconnects") >= 1, "\(result.total.counters) \(result.total.errors) \(result.total.disconnects) unfinished \(result.unfinishedConnections) elapsed \(result.elapsed)")
@@ -81,6 +82,20 @@ struct InvariantTests {
             {"name": "s", "pattern": "echo", "connections": 4, "schedule": {"model": "closed", "thinkTime": "5ms"}}
             """)
         #expect(violations(result, .noReconnectAfterIntentional) == 4)
+    }
+
+    @Test("clients that cannot finish within gracefulStop (a stalled server never answers the close) are violations, with the slowest stop reported")
+    func stopBeyondBound() async throws {
+        let result = try await withServer(ServerConfiguration(chaos: ChaosOptions(isReadingStopped: true))) { server in
+            try await LoadRun(profile: try profile("""
+                {"version": 1, "name": "stalled", "target": "\(server.url)", "duration": "500ms", "gracefulStop": "300ms",
+                 "scenarios": [{"name": "s", "pattern": "idle", "connections": 3, "pingInterval": "10s"}]}
+                """)).run()
+        }
+        #expect(result.unfinishedConnections == 3)
+        #expect(violations(result, .stopWithinBound) == 3, "\(result.invariants)")
+        let slowest = try #require(result.total.histograms["ws.stop_duration"])
+        #expect(slowest.totalCount == 3 && slowest.maximum > 300_000)
     }
 
     @Test("the reference's `.connected` before the handshake is caught by the protocol checker")

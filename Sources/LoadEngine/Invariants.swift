@@ -31,6 +31,8 @@ public enum Invariant: String, Sendable, CaseIterable {
     case closeAccounted = "protocol.close_accounted"
     /// A client the run (or a ramp-down) stopped ends within `gracefulStop`; `ws.stop_duration` has the slowest.
     case stopWithinBound = "cancellation.stopped_within_bound"
+    /// Once a connection has ended (`.disconnected`), nothing more comes from it.
+    case nothingAfterDisconnect = "events.none_after_disconnected"
 }
 
 /// Switches that break wsload on purpose, for tests that prove each checker fires. All off in real runs;
@@ -113,6 +115,7 @@ extension Invariant {
         case .transferNoTemporaryFiles: 10
         case .closeAccounted: 11
         case .stopWithinBound: 12
+        case .nothingAfterDisconnect: 13
         }
     }
 }

@@ -127,6 +127,12 @@ struct VirtualUser {
             ledger.check(.closeAccounted, closeCode.map { $0 != .abnormalClosure || !(closeReason ?? "").isEmpty } ?? false,
                          actor: history, closeCode == nil ? "the connection ended without a close outcome"
                              : "closed 1006 without a reason")
+            if closeCode != nil {
+                // The pull-mode counterpart of "no event after `.disconnected`": a read after the end must fail.
+                let lateMessage = try? await manager.receive()
+                ledger.check(.nothingAfterDisconnect, lateMessage == nil, actor: history,
+                             "a message was delivered after the connection ended")
+            }
             history.note("disconnected \(closeCode.map { String($0.rawValue) } ?? "-") (\(ending))")
             if ending == .stopped && faults.reconnectAfterIntentionalDisconnect && !isFaultSpent { continue }
             guard ending == .dropped else { return }

@@ -46,7 +46,7 @@ struct InvariantTests {
         #expect(result.invariantsHeld, "\(result.invariants)")
         for invariant in [Invariant.reconnectDelay, .attemptsReset, .maximumAttempts, .noReconnectAfterIntentional,
                           .oneLiveConnection, .connectedAfterHandshake, .messageSequence, .cancellation, .closeAccounted,
-                          .stopWithinBound] {
+                          .stopWithinBound, .nothingAfterDisconnect] {
             #expect((result.invariants.checked[invariant.rawValue] ?? 0) > 0, "\(invariant) was never checked")
         }
         #expect(result.total.counter("ws.reconnects") >= 1, "\(result.total.counters) \(result.total.errors) \(result.total.disconnects) unfinished \(result.unfinishedConnections) elapsed \(result.elapsed)")

@@ -68,6 +68,22 @@ public enum ReportMerger {
             merged.interruptedBy = merged.interruptedBy ?? other.interruptedBy
             merged.abortedBy = merged.abortedBy ?? other.abortedBy
             merged.unfinishedConnections += other.unfinishedConnections
+            // Each shard has its own server: the same timeline hit each shard's connections.
+            for (index, record) in other.chaos.enumerated() {
+                if index < merged.chaos.count && merged.chaos[index].action == record.action {
+                    merged.chaos[index].affected += record.affected
+                    merged.chaos[index].firedAt = max(merged.chaos[index].firedAt, record.firedAt)
+                } else {
+                    merged.chaos.append(record)
+                }
+            }
+            // Peaks from different processes cannot be added exactly (their 100 ms slots differ); the sums
+            // bound the combined peaks from above.
+            if let storm = other.reconnectStorm {
+                merged.reconnectStorm = .init(
+                    peakReconnectsPer100ms: (merged.reconnectStorm?.peakReconnectsPer100ms ?? 0) + storm.peakReconnectsPer100ms,
+                    peakDropsPer100ms: (merged.reconnectStorm?.peakDropsPer100ms ?? 0) + storm.peakDropsPer100ms)
+            }
             merged.liveHandlesAfterStop += other.liveHandlesAfterStop
             merged.waitingTasksAfterStop += other.waitingTasksAfterStop
         }

@@ -111,6 +111,19 @@ public struct LoadedReport: Sendable {
                 throw reader.error(error.path, error.reason)
             }
         }
+        // Optional extras: read when well-formed (they do not change any figure a merge computes).
+        for entry in document["chaos"]?.arrayValue ?? [] {
+            guard let at = entry["at"]?.numberValue, let firedAt = entry["firedAt"]?.numberValue,
+                let action = entry["action"]?.stringValue, let affected = entry["affected"]?.integerValue
+            else { continue }
+            result.chaos.append(.init(at: .milliseconds(Int64((at * 1000).rounded())),
+                                      firedAt: .milliseconds(Int64((firedAt * 1000).rounded())), action: action, affected: affected))
+        }
+        if let storm = run["reconnectStorm"], let reconnects = storm["peakReconnectsPer100ms"]?.integerValue,
+            let drops = storm["peakDropsPer100ms"]?.integerValue
+        {
+            result.reconnectStorm = .init(peakReconnectsPer100ms: UInt64(reconnects), peakDropsPer100ms: UInt64(drops))
+        }
     }
 }
 

@@ -60,6 +60,27 @@ struct ChaosTimelineTests {
         #expect(spread.peakReconnectsPer100ms * 2 <= synchronized.peakReconnectsPer100ms, "\(spread) vs \(synchronized)")
     }
 
+    @Test("shards each run the timeline against their own server; the merge adds what each event hit")
+    func mergedShards() async throws {
+        let text = """
+            {"version": 1, "name": "sharded-chaos", "target": "embedded", "duration": "2500ms", "seed": 2, "loops": 1,
+             "scenarios": [{"name": "s", "pattern": "idle", "connections": 6, "pingInterval": "1s",
+                            "reconnect": {"initial": "50ms", "max": "100ms", "jitter": "none", "maxAttempts": 5}}],
+             "chaos": [{"at": "1s", "action": "kill"}]}
+            """
+        var loaded: [LoadedReport] = []
+        var dropPeaks: UInt64 = 0
+        for index in 0..<2 {
+            let result = try await LoadRun(profile: try profile(text), shard: Shard(index: index, count: 2)).run()
+            #expect(result.chaos.first?.affected == 3)
+            dropPeaks += result.reconnectStorm?.peakDropsPer100ms ?? 0
+            loaded.append(try LoadedReport(document: RunReport.json(result, toolVersion: "t", commit: nil), source: "shard\(index)"))
+        }
+        let merged = try ReportMerger.merge(loaded)
+        #expect(merged.chaos.map(\.affected) == [6])
+        #expect(merged.reconnectStorm?.peakDropsPer100ms == dropPeaks && dropPeaks >= 2)
+    }
+
     @Test("chaos problems name their JSON path", arguments: [
         (#""target": "ws://127.0.0.1:1/", "chaos": [{"at": "1s", "action": "kill"}]"#, "chaos: a chaos timeline acts on the embedded server"),
         (#""target": "embedded", "chaos": [{"at": "1s", "action": "kil"}]"#, "chaos[0].action: \"kil\" is not kill, reset, close, stall or restart"),

@@ -143,7 +143,7 @@ public actor DownloadTask {
             plan = resumeData.segments
             isResumed = true
         }
-        if let limit = configuration.bandwidthLimit { limiter = BandwidthLimiter(bytesPerSecond: limit) }
+        if let limit = configuration.bandwidthLimit, limit > 0 { limiter = BandwidthLimiter(bytesPerSecond: limit) }
     }
 
     /// Body bytes received so far by this run.

@@ -29,7 +29,7 @@ public struct TransferConfiguration: Sendable {
     /// `isDiscretionary`: start after a random delay of up to this (spreads a fleet's starts).
     public var discretionaryDelay: Duration?
     /// `allowsConstrainedNetworkAccess = false` as a load tool means it: cap each task at this many
-    /// bytes per second.
+    /// bytes per second (nil or 0: no cap).
     public var bandwidthLimit: Int64?
     /// fdatasync the file before it is moved into place (and the journal after each checkpoint).
     public var isDurable: Bool

@@ -113,7 +113,7 @@ public actor UploadTask {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(256 * 1024)
         var sent: Int64 = 0
-        let limiter = configuration.bandwidthLimit.map { BandwidthLimiter(bytesPerSecond: $0) }
+        let limiter = configuration.bandwidthLimit.flatMap { $0 > 0 ? BandwidthLimiter(bytesPerSecond: $0) : nil }
         while sent < length {
             try file.read(into: &buffer, count: Int(min(256 * 1024, length - sent)), at: sent)
             guard !buffer.isEmpty else {

@@ -63,7 +63,7 @@ let package = Package(
             name: "LoadEngineTests",
             dependencies: ["LoadEngine", "Crypto", "EmbeddedServer", "JSON", "Reporting", "Histogram", "Runtime", "TestSupport", "WSLoadCLI"]
         ),
-        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Runtime", "WebSocket", "TestSupport"]),
+        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]
 )

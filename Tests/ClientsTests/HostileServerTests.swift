@@ -50,7 +50,7 @@ private func closeCode(in bytes: [UInt8]) throws -> UInt16? {
     return UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1])
 }
 
-@Suite("A hostile server", .serialized)
+@Suite("A hostile server", .serialized, .timeLimit(.minutes(2)))
 struct HostileServerTests {
     @Test("protocol violations fail the client with the right close code, sent to the server", arguments: [
         ([0xC1, 0x01, 0x41], 1002, "RSV1"),

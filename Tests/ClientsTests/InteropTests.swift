@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 import WebSocket
 
-@Suite("Interop with Python websockets", .serialized)
+@Suite("Interop with Python websockets", .serialized, .timeLimit(.minutes(2)))
 struct InteropTests {
     @Test("ws: text, binary, fragmented and 16 MiB messages, ping, subprotocol, compression, close 4000")
     func plain() async throws {

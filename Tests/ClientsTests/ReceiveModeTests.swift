@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 import WebSocket
 
-@Suite("WebSocketManager pull mode (receive)", .serialized)
+@Suite("WebSocketManager pull mode (receive)", .serialized, .timeLimit(.minutes(2)))
 struct ReceiveModeTests {
     @Test("send and receive in turn; a clean disconnect completes the closing handshake without waiting for the timeout")
     func echo() async throws {

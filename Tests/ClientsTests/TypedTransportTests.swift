@@ -16,7 +16,7 @@ private struct Presence: WebSocketMessage, Equatable {
     var isOnline: Bool
 }
 
-@Suite("Typed transport")
+@Suite("Typed transport", .timeLimit(.minutes(1)))
 struct TypedTransportTests {
     @Test("typed messages round-trip through the echo server; unknown and malformed frames are surfaced")
     func roundTrip() async throws {
@@ -35,7 +35,7 @@ struct TypedTransportTests {
                         guard let event = await events.nextMessage(), let message = transport.decode(event) else { break }
                         decoded.append(message)
                     }
-                    #expect(decoded.count == 5)
+                    try #require(decoded.count == 5, "\(decoded)")
                     if case .message(let first as ChatMessage) = decoded[0] { #expect(first == ChatMessage(id: 7, text: "héllo")) } else { Issue.record("\(decoded[0])") }
                     if case .message(let second as Presence) = decoded[1] { #expect(second.user == "ana") } else { Issue.record("\(decoded[1])") }
                     if case .unknown(let type, let payload) = decoded[2] {

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 import WebSocket
 
-@Suite("WebSocketManager against the embedded server", .serialized)
+@Suite("WebSocketManager against the embedded server", .serialized, .timeLimit(.minutes(2)))
 struct WebSocketManagerTests {
     @Test("connects, echoes text as text and binary as binary (incl. fragmented and 16 MiB), pings, closes 1000")
     func echo() async throws {

@@ -25,7 +25,7 @@ private func decode(_ wire: [UInt8], framing: HTTPBodyFraming, step: Int, seed: 
     return (body, [], decoder.isComplete)
 }
 
-@Suite("HTTP/1.1 bodies")
+@Suite("HTTP/1.1 bodies", .timeLimit(.minutes(1)))
 struct BodyTests {
     /// RFC 9112 §7.1 framing with an extension and a trailer, then the next response's first bytes.
     let chunked = Array("4\r\nWiki\r\n5;name=value\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nExpires: never\r\n\r\nHTTP/1.1".utf8)
@@ -122,7 +122,7 @@ struct BodyTests {
     }
 }
 
-@Suite("HTTP ranges, validators and dates")
+@Suite("HTTP ranges, validators and dates", .timeLimit(.minutes(1)))
 struct RangeTests {
     @Test("RFC 9110 §14.1.2 examples resolve against a 10000-byte representation")
     func rangeExamples() {
@@ -199,7 +199,7 @@ struct RangeTests {
     }
 }
 
-@Suite("HTTP URLs")
+@Suite("HTTP URLs", .timeLimit(.minutes(1)))
 struct HTTPURLTests {
     @Test("parses scheme, host, port and target")
     func parse() throws {

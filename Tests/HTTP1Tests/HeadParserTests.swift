@@ -1,7 +1,7 @@
 import HTTP1
 import Testing
 
-@Suite("HTTP/1.1 head parser")
+@Suite("HTTP/1.1 head parser", .timeLimit(.minutes(1)))
 struct HeadParserTests {
     let response = Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection:  Upgrade \r\nX-Empty:\r\n\r\nFRAMES".utf8)
 

@@ -6,7 +6,7 @@ import Testing
 import Runtime
 import TestSupport
 
-@Suite struct HistogramTests {
+@Suite(.timeLimit(.minutes(2))) struct HistogramTests {
     @Test func layoutMatchesHdrHistogramC() {
         let histogram = Histogram()
         // 3 digits: 2048 linear slots per bucket, 1 µs ... 1 h needs 22 buckets.

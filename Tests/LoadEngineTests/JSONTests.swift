@@ -1,7 +1,7 @@
 import JSON
 import Testing
 
-@Suite("JSON values")
+@Suite("JSON values", .timeLimit(.minutes(1)))
 struct JSONTests {
     @Test("parses every kind, keeps key order, and formats back deterministically")
     func roundTrip() throws {

@@ -14,7 +14,7 @@ private func problems(_ text: String) -> [String] {
 
 private func decode(_ text: String) throws -> Profile { try ProfileDecoder.decode(Array(text.utf8)) }
 
-@Suite("Profile validation")
+@Suite("Profile validation", .timeLimit(.minutes(1)))
 struct ProfileDecoderTests {
     @Test("a minimal profile decodes with the documented defaults")
     func minimal() throws {
@@ -164,7 +164,7 @@ struct ProfileDecoderTests {
     }
 }
 
-@Suite("Transfer scenarios in profiles")
+@Suite("Transfer scenarios in profiles", .timeLimit(.minutes(1)))
 struct TransferProfileTests {
     private func problems(_ scenario: String) -> [String] {
         let text = """

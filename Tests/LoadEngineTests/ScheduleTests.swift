@@ -1,7 +1,7 @@
 import LoadEngine
 import Testing
 
-@Suite("Ramps and payload headers")
+@Suite("Ramps and payload headers", .timeLimit(.minutes(1)))
 struct ScheduleTests {
     @Test("stages ramp linearly from the previous target and hold the last")
     func ramp() {

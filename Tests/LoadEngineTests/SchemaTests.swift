@@ -10,7 +10,7 @@ private func loadJSON(_ url: URL) throws -> JSONValue {
     try JSONValue(parsing: Array(try Data(contentsOf: url)))
 }
 
-@Suite("Profiles and their schema")
+@Suite("Profiles and their schema", .timeLimit(.minutes(2)))
 struct SchemaTests {
     let schema: JSONValue
 

@@ -2,7 +2,7 @@ import Runtime
 import TestSupport
 import Testing
 
-@Suite("Structured cancellation")
+@Suite("Structured cancellation", .timeLimit(.minutes(2)))
 struct CancellationTests {
     @Test("cancelling 10,000 children blocked on reads, accepts and timers ends them all, with no leaks")
     func cancelTenThousand() async throws {

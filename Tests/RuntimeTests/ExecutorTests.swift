@@ -48,7 +48,7 @@ extension EventLoop {
     func preconditionInLoopThread() { precondition(inLoopThread, "not on \(self)") }
 }
 
-@Suite("Loop executor")
+@Suite("Loop executor", .timeLimit(.minutes(2)))
 struct ExecutorTests {
     @Test("actor isolation holds under continuation ping-pong across loops")
     func actorIsolationUnderStress() async throws {

@@ -42,7 +42,7 @@ private final class Child: @unchecked Sendable {
     }
 }
 
-@Suite("Shutdown signals in a child process")
+@Suite("Shutdown signals in a child process", .timeLimit(.minutes(2)))
 struct SignalTests {
     @Test("SIGINT stops the runtime through its graceful path: tasks end, no handle leaks, exit 130")
     func gracefulSIGINT() throws {

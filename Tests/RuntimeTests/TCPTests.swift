@@ -4,7 +4,7 @@ import TestSupport
 import Synchronization
 import Testing
 
-@Suite("TCP on loopback")
+@Suite("TCP on loopback", .timeLimit(.minutes(2)))
 struct TCPTests {
     @Test("echo over 1,000 connections spread over two loops")
     func echoThousandConnections() async throws {

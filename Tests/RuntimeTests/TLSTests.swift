@@ -35,7 +35,7 @@ private func fetchStatusPage(
     }
 }
 
-@Suite("TLS over memory BIOs", .serialized)
+@Suite("TLS over memory BIOs", .serialized, .timeLimit(.minutes(2)))
 struct TLSTests {
     let certificates: TestCertificates
 

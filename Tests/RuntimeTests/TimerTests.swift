@@ -2,7 +2,7 @@ import Runtime
 import TestSupport
 import Testing
 
-@Suite("Timers and clocks")
+@Suite("Timers and clocks", .timeLimit(.minutes(1)))
 struct TimerTests {
     @Test("a loop sleep lasts at least its duration")
     func sleepLowerBound() async throws {

@@ -98,8 +98,19 @@ public final class BackgroundProcess: @unchecked Sendable {
         try process.run()
     }
 
-    /// Reads lines until one contains `text` (returned) or the output ends (nil).
-    public func waitForLine(containing text: String) -> String? {
+    /// Reads lines until one contains `text` (returned) or the output ends (nil). A child that says nothing for
+    /// `timeout` is terminated (its output then ends), so a hung peer fails the test instead of hanging it.
+    public func waitForLine(containing text: String, timeout: Duration = .seconds(60)) -> String? {
+        let found = Atomic(false)
+        let process = process
+        Thread {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline, !found.load(ordering: .relaxed), process.isRunning {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            if !found.load(ordering: .relaxed), process.isRunning { process.terminate() }
+        }.start()
+        defer { found.store(true, ordering: .relaxed) }
         while true {
             while let newline = buffered.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffered[..<newline], as: UTF8.self)

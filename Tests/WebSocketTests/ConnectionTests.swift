@@ -22,7 +22,7 @@ func queuedCloseCode(_ connection: inout WebSocketConnection) throws -> UInt16? 
     return UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1])
 }
 
-@Suite("Connection state machine")
+@Suite("Connection state machine", .timeLimit(.minutes(1)))
 struct ConnectionTests {
     @Test("reassembles fragments with control frames between them; answers pings")
     func reassembly() throws {
@@ -153,7 +153,7 @@ struct ConnectionTests {
     }
 }
 
-@Suite("permessage-deflate (RFC 7692)")
+@Suite("permessage-deflate (RFC 7692)", .timeLimit(.minutes(1)))
 struct DeflateTests {
     @Test("§7.2.3.1: \"Hello\" compresses to f2 48 cd c9 c9 07 00 and decodes back")
     func rfcExample() {
@@ -222,7 +222,7 @@ struct DeflateTests {
     }
 }
 
-@Suite("Limits with compression")
+@Suite("Limits with compression", .timeLimit(.minutes(1)))
 struct CompressedLimitTests {
     @Test("an incompressible message at the size limit passes even though its compressed frame is larger")
     func incompressibleAtLimit() {

@@ -42,7 +42,7 @@ func verifyDecoding(_ stream: [UInt8], role: WebSocketFrameParser.Role, expected
     }
 }
 
-@Suite("Frame codec (RFC 6455 §5)")
+@Suite("Frame codec (RFC 6455 §5)", .timeLimit(.minutes(1)))
 struct FrameCodecTests {
     let hello = Array("Hello".utf8)
 

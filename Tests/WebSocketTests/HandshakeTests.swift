@@ -2,7 +2,7 @@ import HTTP1
 import Testing
 @testable import WebSocket
 
-@Suite("Opening handshake (RFC 6455 §4)")
+@Suite("Opening handshake (RFC 6455 §4)", .timeLimit(.minutes(1)))
 struct HandshakeTests {
     /// The nonce of RFC 6455 §1.3, "the sample nonce".
     let sampleKey = Array("the sample nonce".utf8)

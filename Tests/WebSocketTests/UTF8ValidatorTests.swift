@@ -4,7 +4,7 @@ import Testing
 /// `#expect` cannot call mutating methods: validate through this.
 func validating(_ validator: inout UTF8Validator, _ bytes: [UInt8]) -> Bool { validator.validate(bytes) }
 
-@Suite("UTF-8 validation")
+@Suite("UTF-8 validation", .timeLimit(.minutes(1)))
 struct UTF8ValidatorTests {
     @Test("valid text, including the extremes", arguments: [
         [], Array("plain ASCII text that is longer than eight bytes".utf8), Array("κόσμε".utf8),

@@ -540,7 +540,11 @@ struct ServerChaosActionTests {
                     try await waitUntil { server.statistics.active.load(ordering: .relaxed) == count }
                     let affected = await server.perform(action, seed: 1)
                     // Let the affected clients see their close, then close the rest ourselves.
-                    try await Task.sleep(for: .milliseconds(500))
+                    try await Deadline.waitUntil("\(affected) clients to see the server's \(action)") {
+                        var closed = 0
+                        for manager in managers where await manager.closeCode != nil { closed += 1 }
+                        return closed == affected
+                    }
                     for manager in managers { try await onLoop(loop) { await manager.disconnect() } }
                     try await readers.waitForAll()
                     var codes: [UInt16] = []

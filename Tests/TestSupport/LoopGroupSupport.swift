@@ -29,12 +29,12 @@ public func onLoop<T: Sendable>(_ loop: EventLoop, _ body: @escaping @Sendable (
     try await Task(executorPreference: loop.taskExecutor) { try await body() }.value
 }
 
-/// Polls `condition` every 10 ms for up to `limit`, a bound on a correctness wait, not a performance claim.
-public func waitUntil(limit: Duration = .seconds(10), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + limit
-    while !condition() && ContinuousClock.now < deadline {
-        try await Task.sleep(for: .milliseconds(10))
-    }
+/// Polls `condition` every 10 ms for up to `limit`, a bound on a correctness wait, not a performance claim;
+/// throws ``Deadline/Expired`` (naming the caller's line) when it still does not hold then.
+public func waitUntil(
+    limit: Duration = .seconds(30), file: StaticString = #fileID, line: UInt = #line, _ condition: () -> Bool
+) async throws {
+    try await Deadline.waitUntil("the condition at \(file):\(line)", timeout: limit, interval: .milliseconds(10)) { condition() }
 }
 
 /// An echo server on every loop of `group` (one listener per loop on one port).

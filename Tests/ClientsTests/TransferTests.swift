@@ -84,7 +84,7 @@ private func failedDownload(
     }
 }
 
-@Suite("Downloads against the embedded server")
+@Suite("Downloads against the embedded server", .timeLimit(.minutes(3)))
 struct EmbeddedDownloadTests {
     static let size: Int64 = 256 << 20
 
@@ -223,7 +223,7 @@ struct EmbeddedDownloadTests {
     }
 }
 
-@Suite("Uploads")
+@Suite("Uploads", .timeLimit(.minutes(3)))
 struct UploadTests {
     @Test("PUT from a file to the embedded sink and to a Python receiver: digest-identical; multipart's file part too")
     func uploads() async throws {
@@ -298,7 +298,7 @@ struct UploadTests {
     }
 }
 
-@Suite("Downloads from nginx")
+@Suite("Downloads from nginx", .timeLimit(.minutes(3)))
 struct NginxDownloadTests {
     @Test("a 256 MiB file from nginx: single stream, 4 and 16 segments, byte-identical; a resume after a cut")
     func nginxDownloads() async throws {
@@ -384,7 +384,7 @@ private func withCannedServer<T: Sendable>(
     return result
 }
 
-@Suite("Hostile HTTP servers")
+@Suite("Hostile HTTP servers", .timeLimit(.minutes(3)))
 struct HostileTransferTests {
     @Test("hostile responses fail cleanly with a stable code and leave no file at the destination", arguments: [
         ("HTTP/1.1 200 OK\r\nX-Huge: " + String(repeating: "a", count: 100_000) + "\r\n\r\n", 1, "http_protocol", "exceeds"),
@@ -458,7 +458,7 @@ final class RequestLog: @unchecked Sendable {
     var authorization: [String] { lock.withLock { requests.compactMap { $0.headers["Authorization"] } } }
 }
 
-@Suite("Download options")
+@Suite("Download options", .timeLimit(.minutes(3)))
 struct DownloadOptionTests {
     @Test("https with the test CA verifies; without it the download fails with tls_verify and leaves nothing")
     func https() async throws {
@@ -524,7 +524,7 @@ struct DownloadOptionTests {
     }
 }
 
-@Suite("Embedded server chaos actions")
+@Suite("Embedded server chaos actions", .timeLimit(.minutes(3)))
 struct ServerChaosActionTests {
     /// Connects `count` clients, applies `action`, and returns the close codes the clients saw (the spared
     /// ones are closed by the client afterwards: 1000).

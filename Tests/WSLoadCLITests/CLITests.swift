@@ -21,7 +21,7 @@ func runCLI(_ arguments: String...) async -> (code: ExitCode, output: String, er
     return (code, captured.output, captured.error)
 }
 
-@Suite("Command line")
+@Suite("Command line", .timeLimit(.minutes(2)))
 struct CLITests {
     @Test("--help prints the overview, pinned")
     func help() async {

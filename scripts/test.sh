@@ -25,8 +25,10 @@ done
 scripts/install-dependencies.sh --test
 swift build --build-tests
 
+# Every suite has its own time limit; this bounds the whole run too, so nothing can hang CI.
+limit=(timeout --foreground 40m)
 if ((runs == 1 && one_cpu == 0)); then
-    exec swift test --skip-build "${extra[@]}"
+    exec "${limit[@]}" swift test --skip-build "${extra[@]}"
 fi
 
 hog=""
@@ -42,7 +44,7 @@ logs=".build/stress"
 mkdir -p "$logs"
 for run in $(seq 1 "$runs"); do
     start=$SECONDS
-    if "${prefix[@]}" swift test --skip-build "${extra[@]}" >"$logs/run-$run.log" 2>&1; then
+    if "${limit[@]}" "${prefix[@]}" swift test --skip-build "${extra[@]}" >"$logs/run-$run.log" 2>&1; then
         echo "run $run/$runs: passed in $((SECONDS - start)) s ($(grep -E '^✔ Test run with' "$logs/run-$run.log" | tail -n 1))"
     else
         echo "run $run/$runs: FAILED in $((SECONDS - start)) s; failures (log: $logs/run-$run.log):"

@@ -9,7 +9,8 @@ enum RunShape: String, Sendable, Hashable, CaseIterable, CustomTestStringConvert
     case storm
     /// 3 echo connections of 5 (`echoFive`) or 10 (`echoTen`) requests each; the run ends when they are done.
     case echoFive, echoTen
-    /// 4 echo connections with think time, stopped by the run after 500 ms.
+    /// 4 echo connections with think time, stopped by the run after 1 s (long enough for each to connect on a
+    /// busy box).
     case echoStopped
     /// 2 idle connections pinging, stopped after 300 ms.
     case idle
@@ -42,7 +43,7 @@ enum RunShape: String, Sendable, Hashable, CaseIterable, CustomTestStringConvert
         case .echoStopped:
             return try await scenarioRun("""
                 {"name": "s", "pattern": "echo", "connections": 4, "schedule": {"model": "closed", "thinkTime": "5ms"}}
-                """, duration: "500ms", faults: faults)
+                """, duration: "1s", faults: faults)
         case .idle:
             return try await scenarioRun("""
                 {"name": "s", "pattern": "idle", "connections": 2, "pingInterval": "100ms"}

@@ -44,6 +44,10 @@ public struct WebSocketClientConfiguration: Sendable {
     public struct ClientFaults: Sendable, Hashable {
         /// Emit `.connected` (and count as open) before the upgrade request is even sent — the reference's bug.
         public var isConnectedBeforeHandshake = false
+        /// Once closed, answer the next ``WebSocketManager/receive()`` with a message instead of `not_connected`.
+        public var isDeliveringAfterClose = false
+        /// Report no ``WebSocketManager/closeReason`` for a connection that ended without a closing handshake.
+        public var isForgettingAbnormalCloseReason = false
 
         public init() {}
     }

@@ -41,7 +41,11 @@ public actor WebSocketManager {
     public var closeCode: WebSocketCloseCode? { state == .closed ? (ending?.code ?? .abnormalClosure) : nil }
     /// Why it closed, once closed: the peer's close reason, or what went wrong when there was no closing
     /// handshake (1006). Nil while open, and when the peer's close carried no reason.
-    public var closeReason: String? { state == .closed ? ending?.reason : nil }
+    public var closeReason: String? {
+        guard state == .closed else { return nil }
+        if configuration.faults.isForgettingAbnormalCloseReason && closeCode == .abnormalClosure { return nil }
+        return ending?.reason
+    }
     /// How long each phase of the opening handshake took, once connected.
     public private(set) var handshakeTimings: HandshakeTimings?
 
@@ -80,6 +84,7 @@ public actor WebSocketManager {
     private var lastFailure: WebSocketConnection.Event?
     private var pingInterval: Duration?
     private var pingIntervalWaiter: CheckedContinuation<Void, Never>?
+    private var hasDeliveredAfterClose = false
 
     /// - Parameter loop: the loop this connection lives on (its socket, timers and this actor).
     public init(url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), loop: EventLoop) {
@@ -275,6 +280,10 @@ public actor WebSocketManager {
     public func receive() async throws(WebSocketClientError) -> WebSocketConnection.Message {
         guard !isRunning else { throw WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
         guard let stream, state == .open || state == .closing else {
+            if state == .closed && configuration.faults.isDeliveringAfterClose && !hasDeliveredAfterClose {
+                hasDeliveredAfterClose = true  // the fault: a message after `.disconnected`
+                return .text("late")
+            }
             throw WebSocketClientError(.notConnected, "receive on a connection that is \(state)")
         }
         do {

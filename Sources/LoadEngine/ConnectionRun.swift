@@ -294,6 +294,10 @@ final class ConnectionRun: @unchecked Sendable {
             if let last = lastArrival { recorder.messageGap.record(microseconds: last.duration(to: now)) }
             lastArrival = now
             if case .binary(let bytes) = message, let push = PushStream.read(bytes) {
+                if push.sequence == 2 && faults.dropOnePushedMessage && !hasDroppedMessage {
+                    hasDroppedMessage = true  // the fault: pushed message #2 is lost on the client
+                    continue
+                }
                 ledger.check(.messageSequence, push.sequence == expectedReply, actor: history,
                              "pushed message #\(push.sequence) where #\(expectedReply) was due")
                 if push.sequence > expectedReply { recorder.messagesLost += push.sequence - expectedReply }

@@ -55,6 +55,23 @@ public struct FaultSwitches: Sendable, Equatable {
     /// After an interruption, start the download over under a new name instead of resuming, forgetting the
     /// partial file of the first attempt.
     public var forgetPartialFile = false
+    /// Open a second connection while the first is still live (the first is left open until the actor ends).
+    public var connectWhileLive = false
+    /// Make one reconnect attempt more than the policy's `maxAttempts` before giving up.
+    public var attemptBeyondMaximum = false
+    /// Reconnect after half of each backoff delay (the delay drawn is right; the wait is not).
+    public var cutBackoffShort = false
+    /// Skip pushed message #2 (receive pattern): the client loses it.
+    public var dropOnePushedMessage = false
+    /// The client loses the reason of a connection that ended without a closing handshake (1006).
+    public var forgetAbnormalCloseReason = false
+    /// The client delivers one more message after its connection ended.
+    public var deliverAfterDisconnect = false
+    /// Flip the first byte of an interrupted download's partial file before resuming it (a torn write the
+    /// resume keeps).
+    public var corruptPartialFile = false
+    /// Leave each multipart upload's temporary body file behind.
+    public var keepMultipartBody = false
 
     public init() {}
 }

@@ -397,6 +397,8 @@ public struct LoadRun: Sendable {
             configuration.serverName = profile.tls.serverName
             configuration.pongTimeout = scenario.websocket.pingTimeout
             configuration.faults.isConnectedBeforeHandshake = faults.connectedBeforeHandshake
+            configuration.faults.isDeliveringAfterClose = faults.deliverAfterDisconnect
+            configuration.faults.isForgettingAbnormalCloseReason = faults.forgetAbnormalCloseReason
             if let token, let authentication = profile.authentication {
                 switch authentication.placement {
                 case .bearer: configuration.authentication = .bearer(token)

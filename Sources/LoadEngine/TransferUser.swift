@@ -123,6 +123,7 @@ struct TransferUser {
                     resumeData = nil
                 } else {
                     resumeData = data
+                    if faults.corruptPartialFile, let data { Self.flipFirstByte(of: data.partPath) }
                 }
                 continue
             case .failure(let error):
@@ -140,6 +141,15 @@ struct TransferUser {
                          "left behind after download \(sequence): \(leftover.map(FileSystem.lastComponent(of:)).joined(separator: ", "))")
             return
         }
+    }
+
+    /// The `corruptPartialFile` fault: a torn write in the bytes a resume keeps.
+    private static func flipFirstByte(of path: String) {
+        guard let file = try? DataFile.open(path, mode: .readWrite) else { return }
+        var byte: [UInt8] = []
+        try? file.read(into: &byte, count: 1, at: 0)
+        try? file.write([~(byte.first ?? 0)][...], at: 0)
+        file.close()
     }
 
     private enum DownloadOutcome {
@@ -180,6 +190,7 @@ struct TransferUser {
         let clock = LoopClock()
         let start = clock.now
         recorder.transfersStarted += 1
+        history.note("upload \(sequence) started")
         var source = file
         var contentType = "application/octet-stream"
         var temporary: String?
@@ -201,8 +212,9 @@ struct TransferUser {
             source = path
             contentType = form.contentType
         }
+        let keepsBody = faults.keepMultipartBody
         defer {
-            if let temporary { try? FileSystem.remove(temporary) }
+            if let temporary, !keepsBody { try? FileSystem.remove(temporary) }
         }
         let request = UploadRequest(url: transfer.url, method: transfer.scenario.method, file: source, contentType: contentType)
         let task = UploadTask(request: request, configuration: transfer.configuration, loop: loop)
@@ -224,7 +236,7 @@ struct TransferUser {
             recorder.recordError(TransferError.from(error, doing: "upload").metricCode)
         }
         if let temporary {
-            try? FileSystem.remove(temporary)
+            if !keepsBody { try? FileSystem.remove(temporary) }
             ledger.check(.transferNoTemporaryFiles, !FileSystem.exists(temporary), actor: history, "multipart body left behind")
         }
     }

@@ -47,8 +47,12 @@ struct VirtualUser {
     let clock = LoopClock()
     /// Created when the actor starts (on its loop).
     private var history: ActorHistory!
-    private var liveConnections = 0
     private var hasConnectedSinceBackoff = false
+    /// This actor's connections that have opened and were not yet seen closed: the one-live-connection
+    /// checker counts them by their own state, not by how this loop means to use them.
+    private var openedConnections: [WebSocketManager] = []
+    /// The `connectWhileLive` fault's first connection, left open until the actor ends.
+    private var strayConnection: WebSocketManager?
 
     init(
         id: Int, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder, latch: StopLatch, ledger: InvariantLedger,
@@ -72,7 +76,16 @@ struct VirtualUser {
             recorder.recordEnd(of: id, latch: latch, ledger: ledger, history: history, bound: plan.stopBound)
             latch.remove(id)
         }
+        await connectUntilDone()
+        if let stray = strayConnection { await stray.disconnect(code: .normalClosure, reason: "done") }
+    }
+
+    /// Connects, drives, and reconnects after unintended drops until the actor is done.
+    private mutating func connectUntilDone() async {
         var attempt = 0
+        /// Reconnect attempts seen since the last successful connection (counted where they are made,
+        /// apart from the `attempt` the policy is asked about).
+        var reconnectsSinceSuccess = 0
         var previousDelay: Duration?
         var downSince: LoopClock.Instant?
         var isFaultSpent = false
@@ -85,6 +98,11 @@ struct VirtualUser {
             if downSince != nil {
                 recorder.reconnects += 1
                 recorder.reconnectsByTick[LoopRecorder.tick(clock.now), default: 0] += 1
+                reconnectsSinceSuccess += 1
+                if let maximum = plan.websocket.reconnect?.maximumAttempts {
+                    ledger.check(.maximumAttempts, reconnectsSinceSuccess <= maximum, actor: history,
+                                 "reconnect attempt \(reconnectsSinceSuccess) since the last success, of at most \(maximum)")
+                }
             }
             history.note(attempt == 0 ? "connect" : "reconnect attempt \(attempt)")
             if let error = await Self.connect(manager, on: loop) {
@@ -103,9 +121,14 @@ struct VirtualUser {
                 ledger.check(.connectedAfterHandshake, connectedAt >= timings.completedAt, actor: history,
                              "connected \(formatDuration(connectedAt.duration(to: timings.completedAt))) before the 101 was validated")
             }
-            liveConnections += 1
-            ledger.check(.oneLiveConnection, liveConnections == 1, actor: history, "\(liveConnections) live connections")
+            openedConnections.append(manager)
+            let live = await pruneClosedConnections()
+            ledger.check(.oneLiveConnection, live == 1, actor: history, "\(live) live connections")
             history.note("connected")
+            if faults.connectWhileLive && strayConnection == nil {
+                strayConnection = manager  // the fault: connect again while this connection stays open
+                continue
+            }
             hasConnectedSinceBackoff = true
             if let timings {
                 recorder.connect.record(microseconds: timings.tcpConnect)
@@ -114,13 +137,14 @@ struct VirtualUser {
             }
             if let since = downSince { recorder.reconnectRecovery.record(microseconds: since.duration(to: clock.now)) }
             downSince = nil
+            reconnectsSinceSuccess = 0
             if !faults.keepAttemptsAfterSuccess { attempt = 0 }
             previousDelay = nil
             recorder.connectionsOpened += 1
             recorder.liveConnections += 1
             let ending = await drive(manager)
             recorder.liveConnections -= 1
-            liveConnections -= 1
+            _ = await pruneClosedConnections()
             let closeCode = await manager.closeCode
             let closeReason = await manager.closeReason
             if let closeCode { recorder.disconnects[closeCode.rawValue, default: 0] += 1 }
@@ -142,6 +166,16 @@ struct VirtualUser {
         }
     }
 
+    /// Forgets the connections that have closed; returns how many are still live.
+    private mutating func pruneClosedConnections() async -> Int {
+        var live: [WebSocketManager] = []
+        for connection in openedConnections {
+            if await connection.state != .closed { live.append(connection) }
+        }
+        openedConnections = live
+        return live.count
+    }
+
     /// Connects in a short-lived child task. A task's allocator keeps the slabs its deepest frames needed
     /// until the task ends; the handshake's frames are deep, and the connection's own task lives for
     /// hours, so the handshake runs in a task of its own and gives its memory back.
@@ -161,7 +195,9 @@ struct VirtualUser {
 
     /// Waits the policy's next delay (or less, if stopped meanwhile); false when there is no next attempt.
     private mutating func backOff(attempt: inout Int, previousDelay: inout Duration?) async -> Bool {
-        guard let policy = plan.websocket.reconnect, policy.allows(attempt: attempt + 1) else {
+        // The `attemptBeyondMaximum` fault asks the policy about the attempt before the next one.
+        let next = faults.attemptBeyondMaximum ? attempt : attempt + 1
+        guard let policy = plan.websocket.reconnect, policy.allows(attempt: next) else {
             if plan.websocket.reconnect != nil { recorder.recordError("reconnect_gave_up") }
             return false
         }
@@ -170,8 +206,6 @@ struct VirtualUser {
             ledger.check(.attemptsReset, attempt == 1, actor: history, "first reconnect after a success is attempt \(attempt)")
             hasConnectedSinceBackoff = false
         }
-        ledger.check(.maximumAttempts, policy.maximumAttempts.map { attempt <= $0 } ?? true, actor: history,
-                     "attempt \(attempt) of at most \(policy.maximumAttempts ?? 0)")
         let bounds = policy.bounds(attempt: attempt, previousDelay: previousDelay)
         var delay = policy.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
         if faults.truncateBackoffToWholeSeconds { delay = .seconds(delay.components.seconds) }
@@ -183,7 +217,7 @@ struct VirtualUser {
         // the backoff short: the delay is the policy's, to the nanosecond.
         latch.discardPendingWake(id)
         let started = clock.now
-        let deadline = started.advanced(by: delay)
+        let deadline = started.advanced(by: faults.cutBackoffShort ? delay / 2 : delay)
         while !latch.isStopped(id) && clock.now < deadline { await waitForLatch(until: deadline) }
         if !latch.isStopped(id) {
             let waited = started.duration(to: clock.now)

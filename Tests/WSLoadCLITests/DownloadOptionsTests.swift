@@ -59,6 +59,24 @@ private func peakEstablishedConnections(to port: Int, while process: Process) as
     }
 }
 
+/// A TCP socket on 127.0.0.1 bound to a free port, listening (the kernel completes handshakes, nobody answers)
+/// or not (a connect is refused); closed by the caller.
+private func loopbackSocket(listening: Bool) throws -> (descriptor: Int32, port: Int) {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(descriptor >= 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let isBound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+        }
+    }
+    try #require(isBound && (!listening || listen(descriptor, 16) == 0))
+    return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
+}
+
 /// `wsload download`'s transfer options, checked by what the server saw and by the clock (lower bounds only).
 @Suite("wsload download options", .serialized, .timeLimit(.minutes(2)))
 struct DownloadOptionsTests {
@@ -110,6 +128,28 @@ struct DownloadOptionsTests {
         await #expect(processExitsWith: .success) {
             try await transfersWithZeroBandwidthLimit()
         }
+    }
+
+    @Test("a refused connection fails with exit 1 naming refused; a server that never answers, with timeout after --timeout")
+    func networkFailureCodes() async throws {
+        let scratch = try DownloadScratch()
+        // Bound but not listening: the SYN is answered with RST (and no other test can take the port meanwhile).
+        let closed = try loopbackSocket(listening: false)
+        defer { close(closed.descriptor) }
+        let refused = try await ChildProcess.run([wsloadExecutable, "download", "http://127.0.0.1:\(closed.port)/x", "-o", scratch.file("x"),
+                                                  "--retries", "0"])
+        #expect(refused.status == 1, "\(refused.errors)")
+        #expect(refused.errors.contains("Error: refused"), "\(refused.errors)")
+        // Listening, never accepting: the request is sent and nothing ever comes back.
+        let silent = try loopbackSocket(listening: true)
+        defer { close(silent.descriptor) }
+        let start = ContinuousClock.now
+        let timedOut = try await ChildProcess.run([wsloadExecutable, "download", "http://127.0.0.1:\(silent.port)/x", "-o", scratch.file("x"),
+                                                   "--retries", "0", "--timeout", "500ms"])
+        #expect(timedOut.status == 1, "\(timedOut.errors)")
+        #expect(timedOut.errors.contains("Error: timeout"), "\(timedOut.errors)")
+        #expect(ContinuousClock.now - start >= .milliseconds(450), "it gave up before its --timeout")
+        #expect(scratch.contents.isEmpty, "\(scratch.contents)")
     }
 
     @Test("--limit-rate 0 is a usage error, not a trap")

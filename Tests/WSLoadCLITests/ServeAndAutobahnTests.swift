@@ -12,26 +12,20 @@ private func withServe(
     _ extra: [String], duration: String = "3s", _ body: @escaping @Sendable (String) async throws -> Void
 ) async throws -> (code: ExitCode, output: String, error: String) {
     let captured = CapturedOutput()
-    // Pick a free port first: serve prints its URL, but we need it before the run returns.
-    let group = try EventLoopGroup(loopCount: 1)
-    let loop = group.loops[0]
-    let port = try await loop.submit {
-        let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
-        defer { listener.close() }
-        return listener.localAddress.port
-    }
-    group.shutdown()
-    async let code = WSLoad.main(arguments: ["serve", "--port", String(port), "--loops", "1", "--duration", duration] + extra,
+    // Port 0: serve picks a free port and prints its URL (no port picked here and released, for another test to take).
+    async let code = WSLoad.main(arguments: ["serve", "--port", "0", "--loops", "1", "--duration", duration] + extra,
                                  output: captured.commandOutput)
-    while !captured.output.contains("listening on") && !captured.error.contains("Error") {
-        try await Task.sleep(for: .milliseconds(10))
+    let deadline = ContinuousClock.now + .seconds(20)
+    var url: String?
+    while url == nil && !captured.error.contains("Error") && ContinuousClock.now < deadline {
+        url = captured.output.firstMatch(of: #/listening on (wss?://\S+/) and /#).map { String($0.output.1) }
+        if url == nil { try await Task.sleep(for: .milliseconds(10)) }
     }
-    let scheme = extra.contains("--tls") ? "wss" : "ws"
-    try await body("\(scheme)://127.0.0.1:\(port)/")
+    try await body(try #require(url, "serve printed no URL within 20 s: \(captured.output) \(captured.error)"))
     return (await code, captured.output, captured.error)
 }
 
-@Suite("wsload serve and autobahn", .serialized)
+@Suite("wsload serve and autobahn", .serialized, .timeLimit(.minutes(2)))
 struct ServeAndAutobahnTests {
     @Test("serve echoes, applies chaos close codes, stops after --duration and prints counts")
     func serve() async throws {
@@ -125,7 +119,7 @@ struct ServeAndAutobahnTests {
     }
 }
 
-@Suite("wsload proxy", .serialized)
+@Suite("wsload proxy", .serialized, .timeLimit(.minutes(2)))
 struct ProxyCommandTests {
     @Test("usage errors exit 64 and name the problem")
     func usage() async {
@@ -143,19 +137,21 @@ struct ProxyCommandTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             let server = try await EmbeddedServer.bind(ServerConfiguration(), on: group)
-            let port = try await loop.submit {
-                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
-                defer { listener.close() }
-                return listener.localAddress.port
-            }
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask(executorPreference: server.taskExecutor) { await server.run() }
+                // Port 0: the proxy picks a free port and prints it.
                 async let code = WSLoad.main(arguments: [
-                    "proxy", "--upstream", server.url, "--listen", "127.0.0.1:\(port)", "--loops", "1", "--duration", "6s",
+                    "proxy", "--upstream", server.url, "--listen", "127.0.0.1:0", "--loops", "1", "--duration", "6s",
                     "--chaos", #"[{"at": "4s", "action": "kill"}]"#,
                 ], output: captured.commandOutput)
-                while !captured.output.contains("listening on") { try await Task.sleep(for: .milliseconds(10)) }
-                let manager = WebSocketManager(url: try WebSocketURL("ws://127.0.0.1:\(port)/"), loop: loop)
+                let deadline = ContinuousClock.now + .seconds(20)
+                var port: Int?
+                while port == nil && ContinuousClock.now < deadline {
+                    port = captured.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+),/).flatMap { Int($0.output.1) }
+                    if port == nil { try await Task.sleep(for: .milliseconds(10)) }
+                }
+                let listening = try #require(port, "the proxy did not listen within 20 s: \(captured.output) \(captured.error)")
+                let manager = WebSocketManager(url: try WebSocketURL("ws://127.0.0.1:\(listening)/"), loop: loop)
                 let names = EventNames()
                 try await withThrowingTaskGroup(of: Void.self) { client in
                     client.addTask(executorPreference: loop.taskExecutor) { await manager.run() }

@@ -110,7 +110,7 @@ struct DownloadCommandTests {
         try await withDownloadServer { server, _ in
             let url = "\(server.httpURL)/bytes/\(size)?seed=6"
             let destination = scratch.file("f.bin")
-            let limited = try await TestProcess.runWithStatusOffPool(["prlimit", "--fsize=8000000", wsloadExecutable, "download", url, "-o", destination])
+            let limited = try await ChildProcess.run(["/usr/bin/prlimit", "--fsize=8000000", wsloadExecutable, "download", url, "-o", destination])
             #expect(limited.status == 74, "\(limited.errors)")
             #expect(limited.errors.contains("file_too_large"), "\(limited.errors)")
             #expect(limited.errors.contains("run the same command again to resume"))
@@ -118,8 +118,8 @@ struct DownloadCommandTests {
             let resumeText = try String(contentsOfFile: destination + ".wsload-resume", encoding: .utf8)
             let resume = try ResumeData(serialized: Array(resumeText.utf8))
             #expect(resume.bytesOnDisk > 0 && resume.bytesOnDisk <= 8_000_000, "\(resume.bytesOnDisk)")
-            let rerun = try await TestProcess.runWithStatusOffPool([wsloadExecutable, "download", url, "-o", destination,
-                                                                    "--sha256", Crypto.hex(PatternContent.sha256(size: size, seed: 6))])
+            let rerun = try await ChildProcess.run([wsloadExecutable, "download", url, "-o", destination,
+                                                   "--sha256", Crypto.hex(PatternContent.sha256(size: size, seed: 6))])
             #expect(rerun.status == 0, "\(rerun.errors)")
             #expect(rerun.output.contains("resumed: "), "\(rerun.output)")
         }

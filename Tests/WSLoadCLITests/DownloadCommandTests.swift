@@ -60,7 +60,7 @@ struct DownloadCommandTests {
             defer { child.stop() }
             // Kill it as soon as the journal holds a checkpoint (watched from a thread of its own: a late look
             // would find the download finished and its journal compacted).
-            let isKilled = await signal(SIGKILL, to: child.process, when: { journaledBytes(journal) > 0 })
+            let isKilled = await sendSignal(SIGKILL, to: child.process, when: { journaledBytes(journal) > 0 })
             try #require(isKilled, "no checkpoint journaled within 20 s before the download ended: \(child.errors)")
             _ = try #require(try await child.exitStatus(within: .seconds(20)), "the killed child did not exit")
             let process = child.process

@@ -24,7 +24,7 @@ struct DownloadInterruptTests {
             let child = try ChildProcess.wsload(command)
             defer { child.stop() }
             let part = destination + ".wsload-part"
-            let isInterrupted = await signal(SIGINT, to: child.process, when: { (FileSystem.size(of: part) ?? 0) >= 1 << 20 })
+            let isInterrupted = await sendSignal(SIGINT, to: child.process, when: { (FileSystem.size(of: part) ?? 0) >= 1 << 20 })
             try #require(isInterrupted, "1 MiB never reached the partial file while the download ran (20 s): \(child.errors)")
             let status = try #require(try await child.exitStatus(within: .seconds(20)), "wsload did not exit within 20 s of SIGINT")
             #expect(status == 130, "\(child.errors)")

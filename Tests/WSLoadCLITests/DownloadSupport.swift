@@ -119,7 +119,7 @@ final class ChildProcess: @unchecked Sendable {
 /// then sends `signal` to `process` if the condition held. A dedicated thread, because the cooperative pool
 /// may be busy with other suites and a late look would find the child already finished.
 /// - Returns: whether the condition held (and the signal was sent).
-func signal(
+func sendSignal(
     _ signal: Int32, to process: Process, when condition: @escaping @Sendable () -> Bool, limit: Duration = .seconds(20)
 ) async -> Bool {
     await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in

@@ -54,15 +54,18 @@ final class ChildProcess: @unchecked Sendable {
     private let collected = Mutex<(output: Data, errors: Data)>((Data(), Data()))
     private let readers = DispatchGroup()
 
-    /// Starts `executable` (a path) with `arguments`.
-    init(_ executable: String, _ arguments: [String]) throws {
+    /// Held open for peers that stop at the end of their input (Tests/Peers/websockets_server.py).
+    private let input = Pipe()
+
+    /// Starts `executable` (a path) with `arguments`; with `holdsInput`, its stdin stays open until it ends.
+    init(_ executable: String, _ arguments: [String], holdsInput: Bool = false) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = holdsInput ? input : FileHandle.nullDevice
         try process.run()
         for (pipe, isOutput) in [(output, true), (errors, false)] {
             readers.enter()

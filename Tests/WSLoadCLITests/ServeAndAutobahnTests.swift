@@ -25,6 +25,16 @@ private func withServe(
     return (await code, captured.output, captured.error)
 }
 
+/// The first line `child` printed that contains `text`, waiting up to `limit` for it; nil if none came.
+private func outputLine(of child: ChildProcess, containing text: String, limit: Duration = .seconds(20)) async throws -> String? {
+    let deadline = ContinuousClock.now + limit
+    while true {
+        if let line = child.output.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+        guard child.process.isRunning && ContinuousClock.now < deadline else { return nil }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
 @Suite("wsload serve and autobahn", .serialized, .timeLimit(.minutes(2)))
 struct ServeAndAutobahnTests {
     @Test("serve echoes, applies chaos close codes, stops after --duration and prints counts")
@@ -94,20 +104,20 @@ struct ServeAndAutobahnTests {
     func autobahn() async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Peers/websockets_server.py").path
-        let server = try BackgroundProcess(["python3", script])
+        let server = try ChildProcess("/usr/bin/env", ["python3", script], holdsInput: true)
         defer { server.stop() }
-        guard let line = server.waitForLine(containing: "listening"), let port = line.split(separator: " ").last else {
-            Issue.record("the fuzzing server did not start")
-            return
-        }
+        let listening = try await outputLine(of: server, containing: "listening")
+        let port = try #require(listening.flatMap { $0.split(separator: " ").last }, "the fuzzing server did not start: \(server.errors)")
         let captured = CapturedOutput()
         let code = await WSLoad.main(arguments: ["autobahn", "--server", "ws://127.0.0.1:\(port)", "--agent", "wsload-test"],
                                      output: captured.commandOutput)
         #expect(code == .success, "\(captured.error)")
         #expect(captured.output.contains("autobahn: 3 cases"))
         #expect(captured.output.contains("case 3/3: 4 echoed, closed 1000"))
-        for number in 1...3 { #expect(server.waitForLine(containing: "case \(number)")?.contains("case \(number) ok agent=wsload-test") == true) }
-        #expect(server.waitForLine(containing: "reports") == "reports wsload-test")
+        for number in 1...3 {
+            #expect(try await outputLine(of: server, containing: "case \(number) ") == "case \(number) ok agent=wsload-test")
+        }
+        #expect(try await outputLine(of: server, containing: "reports") == "reports wsload-test")
     }
 
     @Test("autobahn without a reachable server fails with exit 1; without --server exits 64")

@@ -7,8 +7,10 @@ set -euo pipefail
 packages=(pkg-config libuv1-dev libssl-dev zlib1g-dev)
 if [[ "${1:-}" == "--test" ]]; then
     # openssl: a real TLS peer; iproute2: network namespaces; chromium: renders the HTML reports in a test;
-    # nginx: a real HTTP file server for the transfer tests (started by the tests with their own configuration).
-    packages+=(openssl iproute2 python3 python3-pip chromium nginx)
+    # nginx: a real HTTP file server for the transfer tests (started by the tests with their own configuration);
+    # curl: a third-party HTTP client for the `wsload serve` tests. (util-linux's prlimit, setpriv and unshare are
+    # part of every Debian system.)
+    packages+=(openssl iproute2 python3 python3-pip chromium nginx curl)
 fi
 
 missing=()

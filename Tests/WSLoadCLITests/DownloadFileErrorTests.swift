@@ -66,7 +66,7 @@ struct DownloadFileErrorTests {
     @Test("a partial file the user may not write exits 74 naming permission_denied, keeps the resume data; fixed, it resumes")
     func permissionDenied() async throws {
         let scratch = try DownloadScratch()
-        let size: Int64 = 2_000_000
+        let size: Int64 = 3_000_000
         let expected = Crypto.hex(PatternContent.sha256(size: size, seed: 12))
         // The directory belongs to nobody, who runs every wsload below: root would ignore the permission bits.
         let directory = scratch.file("home")
@@ -77,7 +77,7 @@ struct DownloadFileErrorTests {
         try await withDownloadServer { server, _ in
             let url = "\(server.httpURL)/bytes/\(size)?seed=12&throttle=1000000"
             // A first attempt cut by --max-time leaves a partial file and resume data.
-            let cut = try await ChildProcess.run(asNobody([wsloadExecutable, "download", url, "-o", destination, "--max-time", "1s"]))
+            let cut = try await ChildProcess.run(asNobody([wsloadExecutable, "download", url, "-o", destination, "--max-time", "1500ms"]))
             try #require(cut.status == 1, "the first attempt: \(cut.status) \(cut.errors)")
             let kept = try DownloadScratch.resumeData(at: destination)
             try #require(kept.bytesOnDisk > 0)

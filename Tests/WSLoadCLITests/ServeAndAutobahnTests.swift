@@ -7,24 +7,6 @@ import Testing
 import WebSocket
 import WSLoadCLI
 
-/// Runs `wsload serve` in-process for `duration` on a free port, while `body` talks to it.
-private func withServe(
-    _ extra: [String], duration: String = "3s", _ body: @escaping @Sendable (String) async throws -> Void
-) async throws -> (code: ExitCode, output: String, error: String) {
-    let captured = CapturedOutput()
-    // Port 0: serve picks a free port and prints its URL (no port picked here and released, for another test to take).
-    async let code = WSLoad.main(arguments: ["serve", "--port", "0", "--loops", "1", "--duration", duration] + extra,
-                                 output: captured.commandOutput)
-    let deadline = ContinuousClock.now + .seconds(20)
-    var url: String?
-    while url == nil && !captured.error.contains("Error") && ContinuousClock.now < deadline {
-        url = captured.output.firstMatch(of: #/listening on (wss?://\S+/) and /#).map { String($0.output.1) }
-        if url == nil { try await Task.sleep(for: .milliseconds(10)) }
-    }
-    try await body(try #require(url, "serve printed no URL within 20 s: \(captured.output) \(captured.error)"))
-    return (await code, captured.output, captured.error)
-}
-
 /// The first line `child` printed that contains `text`, waiting up to `limit` for it; nil if none came.
 private func outputLine(of child: ChildProcess, containing text: String, limit: Duration = .seconds(20)) async throws -> String? {
     let deadline = ContinuousClock.now + limit
@@ -37,55 +19,71 @@ private func outputLine(of child: ChildProcess, containing text: String, limit: 
 
 @Suite("wsload serve and autobahn", .serialized, .timeLimit(.minutes(2)))
 struct ServeAndAutobahnTests {
-    @Test("serve echoes, applies chaos close codes, stops after --duration and prints counts")
+    @Test("serve echoes, applies a chaos close code after --close-after, and prints counts when stopped")
     func serve() async throws {
-        let result = try await withServe(["--close-after", "2s", "--close-code", "4003"], duration: "6s") { url in
-            try await withLoopGroup(loopCount: 1) { group in
-                let manager = WebSocketManager(url: try WebSocketURL(url), loop: group.loops[0])
-                try await withThrowingTaskGroup(of: Void.self) { tasks in
-                    tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
-                    var names: [String] = []
-                    for await event in manager.events() {
-                        switch event {
-                        case .connected: try await manager.send(text: "ping through serve")
-                        case .text(let text): names.append(text)
-                        case .disconnected(let code, _): names.append("closed \(code.rawValue)")
-                        default: break
-                        }
+        // A child process stopped by SIGINT once the close arrived: no --duration race, and 4 s for the echo to
+        // come back before the chaos close, however busy the box.
+        let serve = try await ServeChild(["--close-after", "4s", "--close-code", "4003"])
+        defer { serve.child.stop() }
+        try await withLoopGroup(loopCount: 1) { group in
+            let manager = WebSocketManager(url: try WebSocketURL(serve.url), loop: group.loops[0])
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
+                var names: [String] = []
+                for await event in manager.events() {
+                    switch event {
+                    case .connected: try await manager.send(text: "ping through serve")
+                    case .text(let text): names.append(text)
+                    case .disconnected(let code, _): names.append("closed \(code.rawValue)")
+                    default: break
                     }
-                    #expect(names == ["ping through serve", "closed 4003"])
-                    while try await tasks.next() != nil {}
                 }
+                #expect(names == ["ping through serve", "closed 4003"])
+                while try await tasks.next() != nil {}
             }
         }
-        #expect(result.code == .success)
-        #expect(result.output.contains("listening on ws://127.0.0.1:"))
-        #expect(result.output.contains("upgraded 1"))
-        #expect(result.output.contains("echoed 1"))
-        #expect(result.output.contains("chaos closes 1"))
+        let output = try await serve.stop()
+        #expect(output.contains("listening on ws://127.0.0.1:"))
+        #expect(output.contains("upgraded 1"), "\(output)")
+        #expect(output.contains("echoed 1"), "\(output)")
+        #expect(output.contains("chaos closes 1"), "\(output)")
     }
 
     @Test("serve --tls generates a certificate, writes it where asked, and a client trusting it connects")
     func serveTLS() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-serve-\(getpid()).pem").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let result = try await withServe(["--tls", "--write-certificate", path]) { url in
-            try await withLoopGroup(loopCount: 1) { group in
-                let tls = try TLSContext(role: .client, configuration: TLSConfiguration(caFile: path))
-                let manager = WebSocketManager(url: try WebSocketURL(url), configuration: .init(tls: tls), loop: group.loops[0])
-                try await withThrowingTaskGroup(of: Void.self) { tasks in
-                    tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
-                    for await event in manager.events() {
-                        if case .connected = event { await manager.disconnect() }
-                        if case .error(let error) = event { Issue.record("\(error)") }
+        let serve = try await ServeChild(["--tls", "--write-certificate", path])
+        defer { serve.child.stop() }
+        #expect(serve.url.hasPrefix("wss://127.0.0.1:"), "\(serve.url)")
+        try await withLoopGroup(loopCount: 1) { group in
+            let tls = try TLSContext(role: .client, configuration: TLSConfiguration(caFile: path))
+            let manager = WebSocketManager(url: try WebSocketURL(serve.url), configuration: .init(tls: tls), loop: group.loops[0])
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
+                var isConnected = false
+                for await event in manager.events() {
+                    if case .connected = event {
+                        isConnected = true
+                        await manager.disconnect()
                     }
-                    while try await tasks.next() != nil {}
+                    if case .error(let error) = event { Issue.record("\(error)") }
                 }
+                #expect(isConnected)
+                while try await tasks.next() != nil {}
             }
         }
-        #expect(result.code == .success)
-        #expect(result.error.contains("self-signed certificate, SHA-256"))
-        #expect(result.output.contains("listening on wss://"))
+        try await serve.stop()
+        #expect(serve.child.errors.contains("self-signed certificate, SHA-256"), "\(serve.child.errors)")
+    }
+
+    @Test("serve --duration stops by itself, exits 0 and says so")
+    func serveDuration() async throws {
+        let start = ContinuousClock.now
+        let result = try await ChildProcess.run([wsloadExecutable, "serve", "--port", "0", "--loops", "1", "--duration", "1s"])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("stopped after 1"), "\(result.output)")
+        #expect(ContinuousClock.now - start >= .milliseconds(900), "it stopped before its --duration")
     }
 
     @Test("serve rejects bad options with exit 64, naming the option", arguments: [

@@ -4,38 +4,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The real `wsload serve` in a child process, on a free port (`--port 0`: it prints the address it got).
-private final class ServeChild: Sendable {
-    let child: ChildProcess
-    /// `http://HOST:PORT`, as the server printed it.
-    let httpURL: String
-
-    init(_ options: [String]) async throws {
-        child = try ChildProcess.wsload(["serve", "--port", "0", "--loops", "1", "--duration", "90s"] + options)
-        let deadline = ContinuousClock.now + .seconds(20)
-        var printed: String?
-        while printed == nil && child.process.isRunning && ContinuousClock.now < deadline {
-            printed = child.output.firstMatch(of: /listening on ws:\/\/\S+ and (http:\/\/\S+?)\/ \(/).map { String($0.output.1) }
-            if printed == nil { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        guard let printed else {
-            child.stop()
-            throw TestProcess.Failure(description: "wsload serve printed no address within 20 s: \(child.output) \(child.errors)")
-        }
-        httpURL = printed
-    }
-
-    /// Stops it as Ctrl-C does and returns what it printed; it must exit 0 after saying why it stopped.
-    @discardableResult
-    func stop() async throws -> String {
-        kill(child.process.processIdentifier, SIGINT)
-        let status = try #require(try await child.exitStatus(within: .seconds(20)), "wsload serve did not stop within 20 s of SIGINT")
-        #expect(status == 0, "\(child.errors)")
-        #expect(child.output.contains("stopped after SIGINT"), "\(child.output)")
-        return child.output
-    }
-}
-
 /// curl (a third-party client) with `arguments`; returns its exit status, stdout and stderr.
 private func curl(_ arguments: [String]) async throws -> (status: Int32, output: String, errors: String) {
     try await ChildProcess.run(["/usr/bin/curl", "--silent", "--show-error", "--max-time", "30"] + arguments)

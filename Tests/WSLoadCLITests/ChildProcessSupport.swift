@@ -141,3 +141,37 @@ func sha256Hex(ofFile path: String) throws -> String {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))
     return Crypto.hex(Crypto.sha256(Array(data)))
 }
+
+/// The real `wsload serve` in a child process, on a free port (`--port 0`: it prints the address it got).
+final class ServeChild: Sendable {
+    let child: ChildProcess
+    /// `ws://HOST:PORT/` (or wss) and `http://HOST:PORT` (or https), as the server printed them.
+    let url: String
+    let httpURL: String
+
+    init(_ options: [String]) async throws {
+        child = try ChildProcess.wsload(["serve", "--port", "0", "--loops", "1", "--duration", "90s"] + options)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var printed: (String, String)?
+        while printed == nil && child.process.isRunning && ContinuousClock.now < deadline {
+            printed = child.output.firstMatch(of: /listening on (wss?:\/\/\S+\/) and (https?:\/\/\S+?)\/ \(/)
+                .map { (String($0.output.1), String($0.output.2)) }
+            if printed == nil { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        guard let printed else {
+            child.stop()
+            throw TestProcess.Failure(description: "wsload serve printed no address within 20 s: \(child.output) \(child.errors)")
+        }
+        (url, httpURL) = printed
+    }
+
+    /// Stops it as Ctrl-C does and returns what it printed; it must exit 0 after saying why it stopped.
+    @discardableResult
+    func stop() async throws -> String {
+        kill(child.process.processIdentifier, SIGINT)
+        let status = try #require(try await child.exitStatus(within: .seconds(20)), "wsload serve did not stop within 20 s of SIGINT")
+        #expect(status == 0, "\(child.errors)")
+        #expect(child.output.contains("stopped after SIGINT"), "\(child.output)")
+        return child.output
+    }
+}

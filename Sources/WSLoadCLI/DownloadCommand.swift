@@ -198,17 +198,39 @@ enum DownloadCommand: Subcommand {
                 resumeData = data
             }
         }
+        reserveRoomForResumeData(at: resumePath + ".tmp", options)
         let task = DownloadTask(request: options.request, configuration: options.configuration, loop: loop, resumeData: resumeData,
                                 onProgress: { bar.update(written: $0.bytesWritten, expected: $0.bytesExpected) })
         do {
             let result = try await task.run()
             try? FileSystem.remove(resumePath)
+            try? FileSystem.remove(resumePath + ".tmp")
             return .success((result, nil))
         } catch let error as TransferError {
-            if let data = error.resumeData { writeResumeData(data, to: resumePath) } else { try? FileSystem.remove(resumePath) }
+            if let data = error.resumeData {
+                writeResumeData(data, to: resumePath)
+            } else {
+                try? FileSystem.remove(resumePath)
+                try? FileSystem.remove(resumePath + ".tmp")
+            }
             return .failure(error)
         } catch {
+            try? FileSystem.remove(resumePath + ".tmp")
             return .failure(TransferError(.network, "\(error)"))
+        }
+    }
+
+    /// Takes the room the resume data will need before the download starts: a disk that fills up leaves none
+    /// to write it in afterwards, and a failed download must keep its resume data. ``writeResumeData(_:to:)``
+    /// overwrites this file in place (blocks already allocated need no new space), then renames it.
+    private static func reserveRoomForResumeData(at temporary: String, _ options: Options) {
+        try? FileSystem.remove(temporary)
+        guard let file = try? DataFile.open(temporary, mode: .createNew) else { return }
+        defer { file.close() }
+        // Generous: the URL after redirects, three paths and one [first, last, received] triple per segment.
+        let size = 16 * 1024 + 4 * (options.url.description.utf8.count + options.output.utf8.count) + 64 * options.request.segments
+        if (try? file.write([UInt8](repeating: UInt8(ascii: " "), count: size)[...], at: 0)) == nil {
+            try? FileSystem.remove(temporary)
         }
     }
 
@@ -251,11 +273,14 @@ enum DownloadCommand: Subcommand {
 
     private static func writeResumeData(_ data: ResumeData, to path: String) {
         let temporary = path + ".tmp"
-        try? FileSystem.remove(temporary)
-        guard let file = try? DataFile.open(temporary, mode: .createNew) else { return }
+        // The room reserved before the download (on a full disk, a new file could not be written).
+        let reserved = FileSystem.exists(temporary) ? try? DataFile.open(temporary, mode: .readWrite) : nil
+        if reserved == nil { try? FileSystem.remove(temporary) }
+        guard let file = reserved ?? (try? DataFile.open(temporary, mode: .createNew)) else { return }
         let bytes = data.serialized()
         do {
             try file.write(bytes[...], at: 0)
+            try file.truncate(to: Int64(bytes.count))
             try file.synchronize()
             file.close()
             try FileSystem.rename(temporary, to: path)

@@ -15,7 +15,7 @@ private func transferRun(_ scenarios: String, duration: String = "30s", faults: 
     }
 }
 
-@Suite("Transfer scenarios", .serialized)
+@Suite("Transfer scenarios", .serialized, .timeLimit(.minutes(3)))
 struct TransferRunTests {
     @Test("downloads (every one cut and resumed), ranged downloads and uploads: exact counts, verified digests, nothing left")
     func mixedRun() async throws {
@@ -49,6 +49,24 @@ struct TransferRunTests {
         let report = RunReport.json(result, toolVersion: "t", commit: nil)
         #expect(report["total"]?["metrics"]?["http.throughput"]?["unit"]?.stringValue == "KiB/s")
         #expect(report["total"]?["metrics"]?["http.ttfb"]?["unit"]?.stringValue == "us")
+    }
+
+    @Test("a profile's bandwidthLimit caps every transfer (downloads and uploads): at least 1.5 s each where uncapped takes milliseconds")
+    func bandwidthLimit() async throws {
+        let result = try await transferRun("""
+            {"name": "dl", "kind": "download", "connections": 2, "transfer": {"size": "768KiB", "bandwidthLimit": "256KiB", "repeats": 1}},
+            {"name": "up", "kind": "upload", "connections": 1, "transfer": {"size": "512KiB", "bandwidthLimit": "256KiB", "repeats": 1}}
+            """)
+        #expect(result.invariantsHeld, "\(result.invariants)")
+        for (name, count) in [("dl", 2), ("up", 1)] {
+            let metrics = try #require(result.scenarios.first { $0.scenario.name == name }?.metrics)
+            let durations = try #require(metrics.histograms["http.transfer_duration"])
+            try #require(durations.totalCount == UInt64(count), "\(name): \(durations.totalCount) transfers")
+            // The limiter allows a 100 ms burst, and a download's last read (up to 256 KiB) needs no wait:
+            // 768 KiB down at 256 KiB/s takes at least 1.9 s, 512 KiB up (paced after each 256 KiB write) as long.
+            // A lower bound only; uncapped, loopback moves them in milliseconds.
+            #expect(durations.minimum >= 1_500_000, "\(name): the fastest transfer took \(durations.minimum) µs")
+        }
     }
 
     @Test("a completion delivered twice is caught")

@@ -9,35 +9,6 @@ import TestSupport
 import Testing
 import WSLoadCLI
 
-private let wsloadPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("wsload").path
-
-private final class DownloadScratch: @unchecked Sendable {
-    let path = NSTemporaryDirectory() + "wsload-dl-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-    func file(_ name: String) -> String { path + "/" + name }
-    var contents: [String] { (try? FileManager.default.contentsOfDirectory(atPath: path).sorted()) ?? [] }
-}
-
-/// Runs an embedded server on its own loops for the duration of `body`.
-private func withServer<T: Sendable>(
-    _ configuration: ServerConfiguration = ServerConfiguration(), _ body: @Sendable (EmbeddedServer, EventLoopGroup) async throws -> T
-) async throws -> T {
-    try await withLoopGroup { group in
-        let server = try await EmbeddedServer.bind(configuration, on: group)
-        return try await withThrowingTaskGroup(of: T?.self) { tasks in
-            tasks.addTask(executorPreference: server.taskExecutor) {
-                await server.run()
-                return nil
-            }
-            let result = try await body(server, group)
-            tasks.cancelAll()
-            while try await tasks.next() != nil {}
-            return result
-        }
-    }
-}
-
 /// The last checkpoint's bytes on disk in a session journal (0 when there is none).
 private func journaledBytes(_ journal: String) -> Int64 {
     guard let text = try? String(contentsOfFile: journal, encoding: .utf8) else { return 0 }
@@ -51,24 +22,12 @@ private func journaledBytes(_ journal: String) -> Int64 {
     return bytes
 }
 
-/// Starts `wsload` with `arguments` in the background.
-private func startWSLoad(_ arguments: [String], environment: [String: String]? = nil) throws -> Process {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: wsloadPath)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    return process
-}
-
-@Suite("wsload download", .serialized)
+@Suite("wsload download", .serialized, .timeLimit(.minutes(2)))
 struct DownloadCommandTests {
     @Test("downloads in process: exit 0, the summary, the digest; bad arguments exit 64")
     func basics() async throws {
         let scratch = try DownloadScratch()
-        try await withServer { server, _ in
+        try await withDownloadServer { server, _ in
             let expected = Crypto.hex(PatternContent.sha256(size: 3_000_000, seed: 1))
             let result = await runCLI("download", "\(server.httpURL)/bytes/3000000?seed=1", "-o", scratch.file("a.bin"),
                                       "--segments", "3", "--min-segment", "500k", "--sha256", expected)
@@ -92,23 +51,19 @@ struct DownloadCommandTests {
         let scratch = try DownloadScratch()
         let size: Int64 = 32 << 20
         let digest = PatternContent.sha256(size: size, seed: 5)
-        try await withServer { server, group in
+        try await withDownloadServer { server, group in
             // 8 MB/s: the download takes ~4 s; the journal checkpoints every second.
             let url = "\(server.httpURL)/bytes/\(size)?seed=5&throttle=8000000"
             let destination = scratch.file("big.bin")
             let journal = scratch.file("s1.wsload-session")
-            let process = try startWSLoad(["download", url, "-o", destination, "--session", "s1", "--digest", "--quiet"])
-            // Watch the journal from a thread of its own: the cooperative pool may be busy with other suites,
-            // and a late look would find the download finished (and its journal compacted).
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                Thread {
-                    let deadline = Date().addingTimeInterval(20)
-                    while journaledBytes(journal) == 0 && Date() < deadline && process.isRunning { usleep(5_000) }
-                    kill(process.processIdentifier, SIGKILL)
-                    process.waitUntilExit()
-                    continuation.resume()
-                }.start()
-            }
+            let child = try ChildProcess.wsload(["download", url, "-o", destination, "--session", "s1", "--digest", "--quiet"])
+            defer { child.stop() }
+            // Kill it as soon as the journal holds a checkpoint (watched from a thread of its own: a late look
+            // would find the download finished and its journal compacted).
+            let isKilled = await sendSignal(SIGKILL, to: child.process, when: { journaledBytes(journal) > 0 })
+            try #require(isKilled, "no checkpoint journaled within 20 s before the download ended: \(child.errors)")
+            _ = try #require(try await child.exitStatus(within: .seconds(20)), "the killed child did not exit")
+            let process = child.process
             #expect(process.terminationReason == .uncaughtSignal)
             let kept = journaledBytes(journal)
             #expect(kept > 0 && kept < size, "journaled \(kept)")
@@ -152,10 +107,10 @@ struct DownloadCommandTests {
     func fullDisk() async throws {
         let scratch = try DownloadScratch()
         let size: Int64 = 20_000_000
-        try await withServer { server, _ in
+        try await withDownloadServer { server, _ in
             let url = "\(server.httpURL)/bytes/\(size)?seed=6"
             let destination = scratch.file("f.bin")
-            let limited = try await TestProcess.runWithStatusOffPool(["prlimit", "--fsize=8000000", wsloadPath, "download", url, "-o", destination])
+            let limited = try await ChildProcess.run(["/usr/bin/prlimit", "--fsize=8000000", wsloadExecutable, "download", url, "-o", destination])
             #expect(limited.status == 74, "\(limited.errors)")
             #expect(limited.errors.contains("file_too_large"), "\(limited.errors)")
             #expect(limited.errors.contains("run the same command again to resume"))
@@ -163,8 +118,8 @@ struct DownloadCommandTests {
             let resumeText = try String(contentsOfFile: destination + ".wsload-resume", encoding: .utf8)
             let resume = try ResumeData(serialized: Array(resumeText.utf8))
             #expect(resume.bytesOnDisk > 0 && resume.bytesOnDisk <= 8_000_000, "\(resume.bytesOnDisk)")
-            let rerun = try await TestProcess.runWithStatusOffPool([wsloadPath, "download", url, "-o", destination,
-                                                                    "--sha256", Crypto.hex(PatternContent.sha256(size: size, seed: 6))])
+            let rerun = try await ChildProcess.run([wsloadExecutable, "download", url, "-o", destination,
+                                                   "--sha256", Crypto.hex(PatternContent.sha256(size: size, seed: 6))])
             #expect(rerun.status == 0, "\(rerun.errors)")
             #expect(rerun.output.contains("resumed: "), "\(rerun.output)")
         }
@@ -174,7 +129,7 @@ struct DownloadCommandTests {
     @Test("the journal: a torn last line is ignored; an identifier in use is refused; force quit deletes partial files")
     func journal() async throws {
         let scratch = try DownloadScratch()
-        try await withServer { server, group in
+        try await withDownloadServer { server, group in
             let loop = group.loops[0]
             try await onLoop(loop) {
                 let session = try TransferSession(identifier: "j", directory: scratch.path, loop: loop)
@@ -192,9 +147,13 @@ struct DownloadCommandTests {
                 let run = Task(executorPreference: loop.taskExecutor) {
                     try await session.run(onCompletion: { _ in Issue.record("nothing should complete") })
                 }
-                try await Task.sleep(for: .milliseconds(1500))
+                // Stopped once bytes are on disk (not after a fixed sleep: a busy box may not have started by then).
+                let part = scratch.file("slow.bin.wsload-part")
+                try await waitUntil(limit: .seconds(20)) { (FileSystem.size(of: part) ?? 0) > 0 }
+                try #require((FileSystem.size(of: part) ?? 0) > 0, "no byte of the download reached the disk within 20 s")
                 run.cancel()
-                _ = try? await run.value
+                // A cancelled run returns (its task stays resumable); a throw here would be a journal failure.
+                try await run.value
                 #expect(await session.unfinishedTaskIDs == [1])
                 #expect(FileManager.default.fileExists(atPath: scratch.file("slow.bin.wsload-part")))
                 // User force quit: cancelled, partial file deleted, nothing to resume.

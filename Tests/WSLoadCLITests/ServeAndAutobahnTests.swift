@@ -7,81 +7,83 @@ import Testing
 import WebSocket
 import WSLoadCLI
 
-/// Runs `wsload serve` in-process for `duration` on a free port, while `body` talks to it.
-private func withServe(
-    _ extra: [String], duration: String = "3s", _ body: @escaping @Sendable (String) async throws -> Void
-) async throws -> (code: ExitCode, output: String, error: String) {
-    let captured = CapturedOutput()
-    // Pick a free port first: serve prints its URL, but we need it before the run returns.
-    let group = try EventLoopGroup(loopCount: 1)
-    let loop = group.loops[0]
-    let port = try await loop.submit {
-        let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
-        defer { listener.close() }
-        return listener.localAddress.port
-    }
-    group.shutdown()
-    async let code = WSLoad.main(arguments: ["serve", "--port", String(port), "--loops", "1", "--duration", duration] + extra,
-                                 output: captured.commandOutput)
-    while !captured.output.contains("listening on") && !captured.error.contains("Error") {
+/// The first line `child` printed that contains `text`, waiting up to `limit` for it; nil if none came.
+private func outputLine(of child: ChildProcess, containing text: String, limit: Duration = .seconds(20)) async throws -> String? {
+    let deadline = ContinuousClock.now + limit
+    while true {
+        if let line = child.output.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+        guard child.process.isRunning && ContinuousClock.now < deadline else { return nil }
         try await Task.sleep(for: .milliseconds(10))
     }
-    let scheme = extra.contains("--tls") ? "wss" : "ws"
-    try await body("\(scheme)://127.0.0.1:\(port)/")
-    return (await code, captured.output, captured.error)
 }
 
-@Suite("wsload serve and autobahn", .serialized)
+@Suite("wsload serve and autobahn", .serialized, .timeLimit(.minutes(2)))
 struct ServeAndAutobahnTests {
-    @Test("serve echoes, applies chaos close codes, stops after --duration and prints counts")
+    @Test("serve echoes, applies a chaos close code after --close-after, and prints counts when stopped")
     func serve() async throws {
-        let result = try await withServe(["--close-after", "2s", "--close-code", "4003"], duration: "6s") { url in
-            try await withLoopGroup(loopCount: 1) { group in
-                let manager = WebSocketManager(url: try WebSocketURL(url), loop: group.loops[0])
-                try await withThrowingTaskGroup(of: Void.self) { tasks in
-                    tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
-                    var names: [String] = []
-                    for await event in manager.events() {
-                        switch event {
-                        case .connected: try await manager.send(text: "ping through serve")
-                        case .text(let text): names.append(text)
-                        case .disconnected(let code, _): names.append("closed \(code.rawValue)")
-                        default: break
-                        }
+        // A child process stopped by SIGINT once the close arrived: no --duration race, and 4 s for the echo to
+        // come back before the chaos close, however busy the box.
+        let serve = try await ServeChild(["--close-after", "4s", "--close-code", "4003"])
+        defer { serve.child.stop() }
+        try await withLoopGroup(loopCount: 1) { group in
+            let manager = WebSocketManager(url: try WebSocketURL(serve.url), loop: group.loops[0])
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
+                var names: [String] = []
+                for await event in manager.events() {
+                    switch event {
+                    case .connected: try await manager.send(text: "ping through serve")
+                    case .text(let text): names.append(text)
+                    case .disconnected(let code, _): names.append("closed \(code.rawValue)")
+                    default: break
                     }
-                    #expect(names == ["ping through serve", "closed 4003"])
-                    while try await tasks.next() != nil {}
                 }
+                #expect(names == ["ping through serve", "closed 4003"])
+                while try await tasks.next() != nil {}
             }
         }
-        #expect(result.code == .success)
-        #expect(result.output.contains("listening on ws://127.0.0.1:"))
-        #expect(result.output.contains("upgraded 1"))
-        #expect(result.output.contains("echoed 1"))
-        #expect(result.output.contains("chaos closes 1"))
+        let output = try await serve.stop()
+        #expect(output.contains("listening on ws://127.0.0.1:"))
+        #expect(output.contains("upgraded 1"), "\(output)")
+        #expect(output.contains("echoed 1"), "\(output)")
+        #expect(output.contains("chaos closes 1"), "\(output)")
     }
 
     @Test("serve --tls generates a certificate, writes it where asked, and a client trusting it connects")
     func serveTLS() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-serve-\(getpid()).pem").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let result = try await withServe(["--tls", "--write-certificate", path]) { url in
-            try await withLoopGroup(loopCount: 1) { group in
-                let tls = try TLSContext(role: .client, configuration: TLSConfiguration(caFile: path))
-                let manager = WebSocketManager(url: try WebSocketURL(url), configuration: .init(tls: tls), loop: group.loops[0])
-                try await withThrowingTaskGroup(of: Void.self) { tasks in
-                    tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
-                    for await event in manager.events() {
-                        if case .connected = event { await manager.disconnect() }
-                        if case .error(let error) = event { Issue.record("\(error)") }
+        let serve = try await ServeChild(["--tls", "--write-certificate", path])
+        defer { serve.child.stop() }
+        #expect(serve.url.hasPrefix("wss://127.0.0.1:"), "\(serve.url)")
+        try await withLoopGroup(loopCount: 1) { group in
+            let tls = try TLSContext(role: .client, configuration: TLSConfiguration(caFile: path))
+            let manager = WebSocketManager(url: try WebSocketURL(serve.url), configuration: .init(tls: tls), loop: group.loops[0])
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
+                var isConnected = false
+                for await event in manager.events() {
+                    if case .connected = event {
+                        isConnected = true
+                        await manager.disconnect()
                     }
-                    while try await tasks.next() != nil {}
+                    if case .error(let error) = event { Issue.record("\(error)") }
                 }
+                #expect(isConnected)
+                while try await tasks.next() != nil {}
             }
         }
-        #expect(result.code == .success)
-        #expect(result.error.contains("self-signed certificate, SHA-256"))
-        #expect(result.output.contains("listening on wss://"))
+        try await serve.stop()
+        #expect(serve.child.errors.contains("self-signed certificate, SHA-256"), "\(serve.child.errors)")
+    }
+
+    @Test("serve --duration stops by itself, exits 0 and says so")
+    func serveDuration() async throws {
+        let start = ContinuousClock.now
+        let result = try await ChildProcess.run([wsloadExecutable, "serve", "--port", "0", "--loops", "1", "--duration", "1s"])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("stopped after 1"), "\(result.output)")
+        #expect(ContinuousClock.now - start >= .milliseconds(900), "it stopped before its --duration")
     }
 
     @Test("serve rejects bad options with exit 64, naming the option", arguments: [
@@ -100,20 +102,20 @@ struct ServeAndAutobahnTests {
     func autobahn() async throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Peers/websockets_server.py").path
-        let server = try BackgroundProcess(["python3", script])
+        let server = try ChildProcess("/usr/bin/env", ["python3", script], holdsInput: true)
         defer { server.stop() }
-        guard let line = server.waitForLine(containing: "listening"), let port = line.split(separator: " ").last else {
-            Issue.record("the fuzzing server did not start")
-            return
-        }
+        let listening = try await outputLine(of: server, containing: "listening")
+        let port = try #require(listening.flatMap { $0.split(separator: " ").last }, "the fuzzing server did not start: \(server.errors)")
         let captured = CapturedOutput()
         let code = await WSLoad.main(arguments: ["autobahn", "--server", "ws://127.0.0.1:\(port)", "--agent", "wsload-test"],
                                      output: captured.commandOutput)
         #expect(code == .success, "\(captured.error)")
         #expect(captured.output.contains("autobahn: 3 cases"))
         #expect(captured.output.contains("case 3/3: 4 echoed, closed 1000"))
-        for number in 1...3 { #expect(server.waitForLine(containing: "case \(number)")?.contains("case \(number) ok agent=wsload-test") == true) }
-        #expect(server.waitForLine(containing: "reports") == "reports wsload-test")
+        for number in 1...3 {
+            #expect(try await outputLine(of: server, containing: "case \(number) ") == "case \(number) ok agent=wsload-test")
+        }
+        #expect(try await outputLine(of: server, containing: "reports") == "reports wsload-test")
     }
 
     @Test("autobahn without a reachable server fails with exit 1; without --server exits 64")
@@ -125,7 +127,7 @@ struct ServeAndAutobahnTests {
     }
 }
 
-@Suite("wsload proxy", .serialized)
+@Suite("wsload proxy", .serialized, .timeLimit(.minutes(2)))
 struct ProxyCommandTests {
     @Test("usage errors exit 64 and name the problem")
     func usage() async {
@@ -143,19 +145,21 @@ struct ProxyCommandTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             let server = try await EmbeddedServer.bind(ServerConfiguration(), on: group)
-            let port = try await loop.submit {
-                let listener = try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop)
-                defer { listener.close() }
-                return listener.localAddress.port
-            }
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask(executorPreference: server.taskExecutor) { await server.run() }
+                // Port 0: the proxy picks a free port and prints it.
                 async let code = WSLoad.main(arguments: [
-                    "proxy", "--upstream", server.url, "--listen", "127.0.0.1:\(port)", "--loops", "1", "--duration", "6s",
+                    "proxy", "--upstream", server.url, "--listen", "127.0.0.1:0", "--loops", "1", "--duration", "6s",
                     "--chaos", #"[{"at": "4s", "action": "kill"}]"#,
                 ], output: captured.commandOutput)
-                while !captured.output.contains("listening on") { try await Task.sleep(for: .milliseconds(10)) }
-                let manager = WebSocketManager(url: try WebSocketURL("ws://127.0.0.1:\(port)/"), loop: loop)
+                let deadline = ContinuousClock.now + .seconds(20)
+                var port: Int?
+                while port == nil && ContinuousClock.now < deadline {
+                    port = captured.output.firstMatch(of: /listening on 127\.0\.0\.1:(\d+),/).flatMap { Int($0.output.1) }
+                    if port == nil { try await Task.sleep(for: .milliseconds(10)) }
+                }
+                let listening = try #require(port, "the proxy did not listen within 20 s: \(captured.output) \(captured.error)")
+                let manager = WebSocketManager(url: try WebSocketURL("ws://127.0.0.1:\(listening)/"), loop: loop)
                 let names = EventNames()
                 try await withThrowingTaskGroup(of: Void.self) { client in
                     client.addTask(executorPreference: loop.taskExecutor) { await manager.run() }

@@ -6,6 +6,7 @@ import JSON
 import LoadEngine
 import Reporting
 import Testing
+import TestSupport
 import WSLoadCLI
 
 /// Reports with chosen figures, so `merge` and `compare` can be tested on known inputs without depending on
@@ -101,6 +102,22 @@ func wsload(_ arguments: [String]) async -> (code: ExitCode, output: String, err
     let code = await WSLoad.main(arguments: arguments, output: CommandOutput(
         writeOutput: { text in captured.append(output: text) }, writeError: { text in captured.append(error: text) }))
     return (code, captured.output, captured.error)
+}
+
+/// The built `wsload` executable (beside the test bundle) run as a process, under `timeout`: for commands
+/// that compute for a while (`compare`'s bootstraps), which in process would hold one of the cooperative
+/// pool's threads that other suites' tasks need.
+func wsloadProcess(_ arguments: [String]) async throws -> (code: ExitCode, output: String, error: String) {
+    let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("wsload").path
+    let result = try await offPool { try TestProcess.runWithStatus(["timeout", "-k", "5", "120", executable] + arguments) }
+    return (ExitCode(rawValue: result.status), result.output, result.errors)
+}
+
+/// Runs `body` on a thread of its own (not the cooperative pool) and returns what it returned.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
 }
 
 private final class Captured: @unchecked Sendable {

@@ -10,7 +10,9 @@ import WSLoadCLI
 /// run's intervals, bootstrap over the HDR histograms of reports without a series, Poisson rates,
 /// Mann–Whitney across repeated runs) must flag a real change — exit 5 under the default budgets — and
 /// must not flag two draws from one distribution. Nothing here depends on the box's speed.
-@Suite("compare: significance paths", .timeLimit(.minutes(2)))
+// Serialized: each test computes for a second or more, and one core at a time is enough to leave the rest
+// of the suite (timing-sensitive network tests among it) the other.
+@Suite("compare: significance paths", .serialized, .timeLimit(.minutes(2)))
 struct CompareSignificanceTests {
     /// Writes `base` and `head` (a report or a directory of reports each) and runs
     /// `wsload compare base head --json`: the exit code, stderr and the rows by `metric statistic`.
@@ -174,7 +176,8 @@ struct CompareSignificanceTests {
             try (0..<10).map { pair in
                 let base = try run(SyntheticReport.series(median: 1000, seed: 1000 + UInt64(pair) * 2))
                 let head = try run(SyntheticReport.series(median: 1000, seed: 1001 + UInt64(pair) * 2))
-                return Comparator.compare(base: .init(label: "b", runs: [base]), head: .init(label: "h", runs: [head]))
+                // 200 replicates (compare uses 400): p-values down to 0.01, enough to tell 0.05 apart, at half the cost.
+                return Comparator.compare(base: .init(label: "b", runs: [base]), head: .init(label: "h", runs: [head]), replicates: 200)
             }
         }
         var flagged = 0

@@ -1,4 +1,5 @@
 import Foundation
+import Histogram
 import Reporting
 
 /// Why reports cannot be merged.
@@ -18,9 +19,12 @@ public enum ReportMerger {
         }
         let shards = reports.compactMap(\.result.shard)
         if !shards.isEmpty {
-            guard shards.count == reports.count, Set(shards.map(\.count)).count == 1 else {
-                throw MergeError(description: "mix of shards of different splits and whole runs: "
-                    + reports.map { "\($0.source) (\($0.result.shard?.description ?? "whole"))" }.joined(separator: ", "))
+            let listing = reports.map { "\($0.source) (\($0.result.shard?.description ?? "whole run"))" }.joined(separator: ", ")
+            guard shards.count == reports.count else {
+                throw MergeError(description: "a mix of shards and whole runs: \(listing); merge the shards of one split")
+            }
+            guard Set(shards.map(\.count)).count == 1 else {
+                throw MergeError(description: "shards of different splits: \(listing); only the shards of one split merge")
             }
             var seen: [Int: String] = [:]
             for report in reports {
@@ -38,27 +42,25 @@ public enum ReportMerger {
         }
         for report in reports.dropFirst() {
             let other = report.result
-            do {
-                try merged.total.add(other.total)
-                for scenario in other.scenarios {
-                    guard let index = merged.scenarios.firstIndex(where: { $0.scenario.name == scenario.scenario.name }) else {
-                        merged.scenarios.append(scenario)
-                        continue
-                    }
-                    try merged.scenarios[index].metrics.add(scenario.metrics)
-                    merged.scenarios[index].scenario.websocket.connections += scenario.scenario.websocket.connections
+            try add(other.total, to: &merged.total, at: "total", of: report, into: first)
+            for scenario in other.scenarios {
+                guard let index = merged.scenarios.firstIndex(where: { $0.scenario.name == scenario.scenario.name }) else {
+                    merged.scenarios.append(scenario)
+                    continue
                 }
-                for (index, interval) in other.intervals.enumerated() {
-                    if index < merged.intervals.count {
-                        try merged.intervals[index].metrics.add(interval.metrics)
-                        merged.intervals[index].liveConnections += interval.liveConnections
-                        merged.intervals[index].end = max(merged.intervals[index].end, interval.end)
-                    } else {
-                        merged.intervals.append(interval)
-                    }
+                try add(scenario.metrics, to: &merged.scenarios[index].metrics, at: "scenario \(scenario.scenario.name)",
+                        of: report, into: first)
+                merged.scenarios[index].scenario.websocket.connections += scenario.scenario.websocket.connections
+            }
+            for (index, interval) in other.intervals.enumerated() {
+                if index < merged.intervals.count {
+                    try add(interval.metrics, to: &merged.intervals[index].metrics, at: "interval \(index + 1)",
+                            of: report, into: first)
+                    merged.intervals[index].liveConnections += interval.liveConnections
+                    merged.intervals[index].end = max(merged.intervals[index].end, interval.end)
+                } else {
+                    merged.intervals.append(interval)
                 }
-            } catch {
-                throw MergeError(description: "\(report.source): \(error.description)")
             }
             merged.invariants.add(other.invariants)
             merged.loops += other.loops
@@ -97,5 +99,26 @@ public enum ReportMerger {
             scenarios: merged.scenarios.map { ($0.scenario.name, $0.metrics) },
             seconds: min(merged.elapsed, merged.profile.duration).seconds)
         return merged
+    }
+
+    /// Adds `other` (of `report`) into `metrics`, refusing histograms of another layout (range or
+    /// precision): their slots do not line up, so no sum of them is exact.
+    private static func add(
+        _ other: MetricSet, to metrics: inout MetricSet, at place: String, of report: LoadedReport, into first: LoadedReport
+    ) throws(MergeError) {
+        for (name, histogram) in other.histograms.sorted(by: { $0.key < $1.key }) {
+            guard let mine = metrics.histograms[name], !mine.hasSameLayout(as: histogram) else { continue }
+            throw MergeError(description: "\(report.source): \(place) \(name) has another histogram layout than in "
+                + "\(first.source) (\(layout(histogram)) vs \(layout(mine))); only histograms of one layout add exactly")
+        }
+        do {
+            try metrics.add(other)
+        } catch {
+            throw MergeError(description: "\(report.source): \(place): \(error.description)")
+        }
+    }
+
+    private static func layout(_ histogram: Histogram) -> String {
+        "\(histogram.lowestDiscernibleValue)...\(histogram.highestTrackableValue) µs, \(histogram.significantDigits) digits"
     }
 }

@@ -21,10 +21,10 @@ private func side(_ reports: [LoadedReport], label: String) -> ComparisonSide {
     })
 }
 
-@Suite("Shards, merge and compare", .serialized)
+@Suite("Shards, merge and compare", .serialized, .timeLimit(.minutes(2)))
 struct ReportToolsTests {
     @Test("shares of a shard split sum to the whole and differ by at most one")
-    func shardShares() {
+    func shardShares() throws {
         for count in 1...7 {
             for total in [0, 1, 5, 100, 1001] {
                 let shares = (0..<count).map { Shard(index: $0, count: count).share(of: total) }
@@ -34,7 +34,8 @@ struct ReportToolsTests {
         }
         #expect(Shard(parsing: "2/4") == Shard(index: 1, count: 4))
         #expect(Shard(parsing: "0/4") == nil && Shard(parsing: "5/4") == nil && Shard(parsing: "x") == nil)
-        let seeds = (0..<4).map { Shard(index: $0, count: 4).slice(try! profile(minimalText), seed: 9).seed }
+        let minimal = try profile(minimalText)
+        let seeds = (0..<4).map { Shard(index: $0, count: 4).slice(minimal, seed: 9).seed }
         #expect(Set(seeds).count == 4)
     }
 
@@ -47,35 +48,37 @@ struct ReportToolsTests {
         let whole = try await LoadRun(profile: try profile(text)).run()
         let first = try await LoadRun(profile: try profile(text), shard: Shard(index: 0, count: 2)).run()
         let second = try await LoadRun(profile: try profile(text), shard: Shard(index: 1, count: 2)).run()
-        #expect(first.scenarios[0].scenario.websocket.connections == 5)
-        #expect(second.scenarios[0].scenario.websocket.connections == 6)
+        #expect(try #require(first.scenarios.first).scenario.websocket.connections == 5)
+        #expect(try #require(second.scenarios.first).scenario.websocket.connections == 6)
         let merged = try ReportMerger.merge([try loaded(first, source: "a.json"), try loaded(second, source: "b.json")])
         for name in ["ws.connections_opened", "ws.messages_sent", "ws.messages_received", "ws.bytes_sent"] {
             #expect(merged.total.counter(name) == whole.total.counter(name), "\(name)")
         }
         #expect(merged.total.counter("ws.messages_sent") == 220)
         #expect(merged.total.disconnects == [1000: 11])
-        #expect(merged.scenarios[0].scenario.websocket.connections == 11)
-        var sum = first.total.histograms["ws.message_rtt"]!
-        try sum.add(second.total.histograms["ws.message_rtt"]!)
-        #expect(merged.total.histograms["ws.message_rtt"]!.serialized() == sum.serialized())
+        #expect(try #require(merged.scenarios.first).scenario.websocket.connections == 11)
+        var sum = try #require(first.total.histograms["ws.message_rtt"])
+        try sum.add(try #require(second.total.histograms["ws.message_rtt"]))
+        #expect(try #require(merged.total.histograms["ws.message_rtt"]).serialized() == sum.serialized())
         #expect(merged.mergedFrom == ["a.json (shard 1/2)", "b.json (shard 2/2)"])
         let report = RunReport.json(merged, toolVersion: "test", commit: nil)
         #expect(report["run"]?["shard"] == nil && report["run"]?["mergedFrom"]?.arrayValue?.count == 2)
         #expect(report["scenarios"]?.arrayValue?.first?["connections"]?.integerValue == 11)
 
-        // Refusals: a shard twice, a different profile, a mix of shards and whole runs.
+        // Refusals (MergeRefusalTests has each one): a shard twice, a different profile, a mix of shards and whole runs.
         let a = try loaded(first, source: "a.json")
-        #expect(throws: MergeError.self) { try ReportMerger.merge([a, try loaded(first, source: "c.json")]) }
+        let twice = #expect(throws: MergeError.self) { try ReportMerger.merge([a, try loaded(first, source: "c.json")]) }
+        #expect(twice?.description == "c.json and a.json are both shard 1/2")
         var other = whole
         other.profile.document = try JSONValue(parsing: #"{"version": 1, "name": "other", "target": "embedded", "duration": "1s", "scenarios": [{"name": "s", "pattern": "echo", "connections": 1}]}"#)
         do {
             _ = try ReportMerger.merge([try loaded(whole, source: "w.json"), try loaded(other, source: "o.json")])
             Issue.record("merged different profiles")
         } catch let error as MergeError {
-            #expect(error.description.contains("o.json ran a different profile than w.json"))
+            #expect(error.description.contains("o.json ran a different profile than w.json"), "\(error)")
         }
-        #expect(throws: MergeError.self) { try ReportMerger.merge([a, try loaded(whole, source: "w.json")]) }
+        let mixed = #expect(throws: MergeError.self) { try ReportMerger.merge([a, try loaded(whole, source: "w.json")]) }
+        #expect(mixed?.description.hasPrefix("a mix of shards and whole runs: a.json (1/2), w.json (whole run)") == true, "\(String(describing: mixed))")
     }
 
     @Test("compare flags an injected echo delay as significant, and not two runs of one configuration")
@@ -130,7 +133,7 @@ private let minimalText = """
      "scenarios": [{"name": "s", "pattern": "echo", "connections": 10}]}
     """
 
-@Suite("HdrHistogram interval logs")
+@Suite("HdrHistogram interval logs", .timeLimit(.minutes(2)))
 struct HistogramLogTests {
     @Test("an .hlog reads back in Python hdrhistogram with the same tags, counts and percentiles")
     func pythonReadsOurLog() async throws {
@@ -156,7 +159,8 @@ struct HistogramLogTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Peers/hlog_check.py").path
-        let output = try await TestProcess.runOffPool(["python3", script, file.path]).output
+        // `timeout`: the reference reader gets a minute, not forever.
+        let output = try await TestProcess.runOffPool(["timeout", "60", "python3", script, file.path]).output
         let read = try #require(try JSONValue(parsing: output).arrayValue)
         #expect(read.count == expected.count)
         for (entry, (tag, histogram)) in zip(read, expected) {
@@ -171,7 +175,7 @@ struct HistogramLogTests {
     }
 }
 
-@Suite("Comparisons of repeated runs")
+@Suite("Comparisons of repeated runs", .timeLimit(.minutes(2)))
 struct RepeatedRunsTests {
     /// A run whose message RTTs are spread around `center` µs.
     private func run(center: UInt64, spread: UInt64, seed: UInt64) -> ComparisonSide.Run {

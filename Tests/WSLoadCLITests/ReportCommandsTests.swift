@@ -18,7 +18,7 @@ private func cli(_ arguments: [String]) async -> (code: ExitCode, output: String
     return (code, captured.output, captured.error)
 }
 
-@Suite("wsload merge, compare and report", .serialized)
+@Suite("wsload merge, compare and report", .serialized, .timeLimit(.minutes(3)))
 struct ReportCommandsTests {
     @Test("shards run, merge into one report, compare, export an hlog; bad reports exit 65/66 with the place")
     func endToEnd() async throws {
@@ -35,7 +35,8 @@ struct ReportCommandsTests {
             #expect(result.code == .success, "\(result.error)")
         }
         let shards = try FileManager.default.contentsOfDirectory(atPath: path("runs")).sorted()
-        #expect(shards.count == 2 && shards[0].hasSuffix("-shard1of2.json") && shards[1].hasSuffix("-shard2of2.json"))
+        try #require(shards.count == 2, "\(shards)")
+        #expect(shards[0].hasSuffix("-shard1of2.json") && shards[1].hasSuffix("-shard2of2.json"))
         let merge = await cli(["merge", path("runs/" + shards[0]), path("runs/" + shards[1]), "-o", path("merged.json")])
         #expect(merge.code == .success, "\(merge.error)")
         let merged = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: path("merged.json")))))
@@ -125,13 +126,15 @@ struct ReportCommandsTests {
     }
 }
 
-@Suite("HTML reports in a real browser", .serialized)
+@Suite("HTML reports in a real browser", .serialized, .timeLimit(.minutes(3)))
 struct HTMLReportTests {
     /// Renders `file` in headless Chromium: the DOM after load, a screenshot, and what the browser logged.
     private func chromium(_ file: String, screenshot: String) async throws -> (dom: String, log: String) {
+        // `timeout`: a browser that hangs fails the test after two minutes instead of holding the suite.
+        let browser = ["timeout", "-k", "10", "120", "chromium"]
         let common = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"]
-        let dom = try await TestProcess.runOffPool(["chromium"] + common + ["--dump-dom", "file://" + file])
-        let shot = try await TestProcess.runOffPool(["chromium"] + common + ["--window-size=1400,3000", "--screenshot=" + screenshot, "file://" + file])
+        let dom = try await TestProcess.runOffPool(browser + common + ["--dump-dom", "file://" + file])
+        let shot = try await TestProcess.runOffPool(browser + common + ["--window-size=1400,3000", "--screenshot=" + screenshot, "file://" + file])
         return (dom.output, dom.errors + shot.errors)
     }
 

@@ -163,7 +163,13 @@ public enum RunReport {
         let directory = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        try Data(text.utf8).write(to: temporary)
+        do {
+            try Data(text.utf8).write(to: temporary)
+        } catch {
+            // A write cut short (disk full, file-size limit) must not leave its partial file behind.
+            try? FileManager.default.removeItem(at: temporary)
+            throw error
+        }
         guard rename(temporary.path, url.path) == 0 else {
             let reason = String(cString: strerror(errno))
             try? FileManager.default.removeItem(at: temporary)

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Testing
+import TestSupport
 import WSLoadCLI
 
 /// A scratch directory for one test's profiles and reports.
@@ -18,9 +19,6 @@ private final class Scratch: @unchecked Sendable {
     func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 }
 
-/// The `wsload` executable built beside the test bundle.
-private let wsloadURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("wsload")
-
 private func shortProfile(thresholds: String = "[]", duration: String = "1s", connections: Int = 10) -> String {
     """
     {"version": 1, "name": "cli", "target": "embedded", "duration": "\(duration)", "gracefulStop": "5s",
@@ -30,7 +28,7 @@ private func shortProfile(thresholds: String = "[]", duration: String = "1s", co
     """
 }
 
-@Suite("wsload run and validate", .serialized)
+@Suite("wsload run and validate", .serialized, .timeLimit(.minutes(3)))
 struct RunCommandTests {
     @Test("a passing run exits 0, prints the summary, writes the report where asked")
     func passingRun() async throws {
@@ -119,31 +117,13 @@ struct RunCommandTests {
     func interrupt() async throws {
         let scratch = try Scratch()
         let profile = try scratch.write("p.json", shortProfile(duration: "60s", connections: 50))
-        let process = Process()
-        process.executableURL = wsloadURL
-        process.arguments = ["run", profile, "--out", scratch.path("report.json")]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        // Blocking reads on a thread of their own, not on the cooperative pool the other suites share.
-        let stderr: String = await withCheckedContinuation { continuation in
-            Thread {
-                // The first progress line means connections are up and measured.
-                var seen = ""
-                let deadline = ContinuousClock.now + .seconds(20)  // lines come every 5 s at most; never wait for the whole run
-                while !seen.contains("connections 50 up / 50 target") && ContinuousClock.now < deadline {
-                    let chunk = errors.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    seen += String(decoding: chunk, as: UTF8.self)
-                }
-                kill(process.processIdentifier, SIGINT)
-                let rest = errors.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: seen + String(decoding: rest, as: UTF8.self))
-            }.start()
-        }
-        #expect(process.terminationStatus == 130, "\(stderr)")
+        let child = try WSLoadProcess(["run", profile, "--out", scratch.path("report.json")])
+        // The first progress line with every connection up means connections are up and measured. Lines come
+        // every 5 s at most; a bounded wait that fails saying so, never a wait for the whole run.
+        try await child.wait(untilPrinted: "connections 50 up / 50 target", onStandardError: true, within: .seconds(30))
+        child.signal(SIGINT)
+        let status = try await child.waitForExit(within: .seconds(60))
+        #expect(status == 130, "\(child.errors)")
         let report = try JSONValue(parsing: Array(try Data(contentsOf: URL(fileURLWithPath: scratch.path("report.json")))))
         #expect(report["run"]?["interrupted"] == .bool(true))
         #expect(report["run"]?["interruptedBy"]?.stringValue == "SIGINT")

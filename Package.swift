@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
         .testTarget(
             name: "WSLoadCLITests",
-            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON"]
+            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON", "LoadEngine"]
         ),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "HistogramTests", dependencies: ["Crypto", "Histogram", "Runtime", "TestSupport"]),

@@ -11,6 +11,7 @@ import WebSocket
 /// Why a run could not start (the profile was valid, the environment was not).
 public struct LoadRunError: Error, Sendable, CustomStringConvertible {
     public var description: String
+    public init(description: String) { self.description = description }
 }
 
 /// What a run reports while it goes (about once a second) and what it ends with.

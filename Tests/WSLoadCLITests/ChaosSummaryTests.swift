@@ -14,10 +14,12 @@ struct ChaosSummaryTests {
             {"version": 1, "name": "summary-chaos", "target": "embedded", "duration": "30s", "seed": 3, "loops": 1,
              "scenarios": [{"name": "s", "pattern": "idle", "connections": \(connections), "pingInterval": "10s",
                             "reconnect": {"initial": "50ms", "max": "100ms", "jitter": "none", "maxAttempts": 50}}],
-             "chaos": [{"at": "1s", "action": "reset", "fraction": 0.5}, {"at": "2s", "action": "kill"}]}
+             "chaos": [{"at": "2s", "action": "reset", "fraction": 0.5}, {"at": "3s", "action": "kill"}]}
             """.utf8)), shutdown: stop, onProgress: { progress in
             let reconnected = progress.total.counter("ws.reconnects") >= UInt64(connections / 2 + connections)
-            if !progress.isStopping && progress.liveConnections >= connections && (reconnected || progress.elapsed >= .seconds(15)) {
+            // A report at or past 3 s comes after the coordinator started both events.
+            if !progress.isStopping && progress.elapsed >= .seconds(3) && progress.liveConnections >= connections
+                && (reconnected || progress.elapsed >= .seconds(15)) {
                 stop.request()
             }
         }).run()

@@ -252,10 +252,10 @@ struct ProxyCommandTests {
 
     @Test("chaos stall on the proxy's timeline holds what the connections send until it ends")
     func stall() async throws {
-        let at = Duration.seconds(2)
+        let at = Duration.seconds(4)
         let stallFor = Duration.seconds(3)
         try await withUpstream { server, loop in
-            let proxy = try await ProxyProcess.start(upstream: server.url, ["--chaos", #"[{"at": "2s", "action": "stall", "for": "3s"}]"#])
+            let proxy = try await ProxyProcess.start(upstream: server.url, ["--chaos", #"[{"at": "4s", "action": "stall", "for": "3s"}]"#])
             defer { proxy.stop() }
             let echoedAt = Box<ContinuousClock.Instant?>(nil)
             let names = try await session(port: proxy.port, loop: loop) { manager, events in
@@ -278,10 +278,10 @@ struct ProxyCommandTests {
 
     @Test("chaos restart on the proxy's timeline drops the connections and refuses new ones for its `for`, then forwards again")
     func restart() async throws {
-        let at = Duration.seconds(2)
+        let at = Duration.seconds(4)
         let downFor = Duration.seconds(3)
         try await withUpstream { server, loop in
-            let proxy = try await ProxyProcess.start(upstream: server.url, ["--chaos", #"[{"at": "2s", "action": "restart", "for": "3s"}]"#])
+            let proxy = try await ProxyProcess.start(upstream: server.url, ["--chaos", #"[{"at": "4s", "action": "restart", "for": "3s"}]"#])
             defer { proxy.stop() }
             let names = try await session(port: proxy.port, loop: loop) { manager, events in
                 let reply = try await events.echo("before", manager)

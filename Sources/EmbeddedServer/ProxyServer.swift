@@ -109,8 +109,8 @@ public final class ProxyServer: Sendable {
     private func pump(from source: TCPConnection, to destination: TCPConnection, pair: ProxyPair, isUpstream: Bool) async {
         var buffer: [UInt8] = []
         let clock = LoopClock()
-        let start = clock.now
-        var total: Int64 = 0
+        /// With a throttle: when the next chunk may go (each chunk takes its share of the rate after the one before).
+        var nextWrite = clock.now
         do {
             while true {
                 buffer.removeAll(keepingCapacity: true)
@@ -126,10 +126,11 @@ public final class ProxyServer: Sendable {
                 } else {
                     statistics.bytesDown.add(buffer.count, ordering: .relaxed)
                 }
-                total += Int64(buffer.count)
                 if let rate = configuration.throttle {
-                    let due = start.advanced(by: .nanoseconds(Int64(Double(total) / Double(rate) * 1e9)))
-                    if due > clock.now { try await clock.sleep(until: due) }
+                    // From now, or from the previous chunk's due time if that is later: time spent idle is not
+                    // banked, so a burst after a pause is held to the rate too.
+                    nextWrite = max(nextWrite, clock.now).advanced(by: .nanoseconds(Int64(Double(buffer.count) / Double(rate) * 1e9)))
+                    if nextWrite > clock.now { try await clock.sleep(until: nextWrite) }
                 }
             }
         } catch {

@@ -89,7 +89,7 @@ struct Coordinator {
             while true {
                 let elapsed = clock.now - start
                 if elapsed >= profile.duration || shutdown?.isRequested == true || abortedBy != nil { break }
-                fireChaos(at: elapsed, in: &connections)
+                fireChaos(at: elapsed, runStart: start, in: &connections)
                 followRamps(at: elapsed, in: &connections)
                 let isRampDone = plans.indices.allSatisfy {
                     everStarted[$0] >= plans[$0].websocket.connections
@@ -121,8 +121,9 @@ struct Coordinator {
         return result
     }
 
-    /// Fires the chaos events that fell due (each in a task of its own: a restart's pause must not hold the ticks).
-    private mutating func fireChaos(at elapsed: Duration, in connections: inout TaskGroup<Void>) {
+    /// Fires the chaos events that fell due (each in a task of its own: a restart's pause must not hold the ticks),
+    /// recording when each was applied (on a busy box its task may start after the tick that found it due).
+    private mutating func fireChaos(at elapsed: Duration, runStart: ContinuousClock.Instant, in connections: inout TaskGroup<Void>) {
         guard let handler = chaosHandler else { return }
         while nextChaos < profile.chaos.count && profile.chaos[nextChaos].at <= elapsed {
             let event = profile.chaos[nextChaos]
@@ -130,8 +131,9 @@ struct Coordinator {
             nextChaos += 1
             let log = chaosLog
             connections.addTask {
+                let firedAt = max(elapsed, ContinuousClock.now - runStart)
                 let affected = await handler(event.action, eventSeed)
-                log.append(.init(at: event.at, firedAt: elapsed, action: event.action.description, affected: affected))
+                log.append(.init(at: event.at, firedAt: firedAt, action: event.action.description, affected: affected))
             }
         }
     }

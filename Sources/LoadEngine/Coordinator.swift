@@ -37,6 +37,8 @@ struct Coordinator {
     /// Connection ids per scenario, in start order, not ramped down.
     private var active: [[Int]] = []
     private var everStarted: [Int] = []
+    /// Per scenario, the highest connection target a tick followed (see ``RunResult/ScenarioResult/peakTarget``).
+    private var peakTargets: [Int] = []
     private var nextID = 0
     private var launched = 0
     private let finished = FinishedCount()
@@ -69,6 +71,7 @@ struct Coordinator {
         ramps = plans.map { RampSchedule(connections: $0.websocket.connections, stages: $0.websocket.stages) }
         active = plans.map { _ in [] }
         everStarted = plans.map { _ in 0 }
+        peakTargets = plans.map { _ in 0 }
         scenarioTotals = plans.map { _ in MetricSet() }
         nextGather = gatherEvery
         nextIntervalEnd = profile.report.interval
@@ -111,7 +114,9 @@ struct Coordinator {
         var result = RunResult(
             profile: profile, seed: seed, loops: group.loops.count, startedAt: startedAt, endedAt: Date(), elapsed: elapsed,
             interruptedBy: shutdown?.signal.map { $0 == 0 ? "request" : signalName($0) }, abortedBy: abortedBy,
-            scenarios: zip(plans, scenarioTotals).map { .init(scenario: $0.scenario, metrics: $1) }, total: total,
+            scenarios: plans.indices.map {
+                .init(scenario: plans[$0].scenario, metrics: scenarioTotals[$0], peakTarget: peakTargets[$0])
+            }, total: total,
             intervals: intervals, thresholds: thresholds, unfinishedConnections: unfinished, liveHandlesAfterStop: 0,
             waitingTasksAfterStop: 0, invariants: invariants)
         result.chaos = chaosLog.records.sorted { $0.at < $1.at }
@@ -147,6 +152,7 @@ struct Coordinator {
             let since = max(.zero, previousTick - plan.scenario.startAfter)
             let target = min(ramps[index].target(at: now), plan.websocket.connections)
             let peak = min(ramps[index].peak(in: since...now), plan.websocket.connections)
+            peakTargets[index] = max(peakTargets[index], peak)
             while active[index].count < peak {
                 let id = nextID
                 nextID += 1

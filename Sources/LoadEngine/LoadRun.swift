@@ -42,6 +42,9 @@ public struct RunResult: Sendable {
     public struct ScenarioResult: Sendable {
         public var scenario: Scenario
         public var metrics: MetricSet
+        /// The highest connection target the coordinator's ticks followed: the ramp's top, unless a starved
+        /// coordinator reached the end of the run first. Not part of the report (0 for a report read back).
+        public var peakTarget = 0
     }
 
     public struct ThresholdResult: Sendable {

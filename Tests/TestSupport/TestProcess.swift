@@ -137,19 +137,24 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 }
 
+/// Starts the Python peer `Tests/Peers/<script>` and waits for its `listening PORT` line; returns it and the port.
+public func startPythonPeer(_ script: String, arguments: [String] = []) throws -> (process: BackgroundProcess, port: Int) {
+    let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Peers/\(script)").path
+    let process = try BackgroundProcess(["python3", path] + arguments)
+    guard let line = process.waitForLine(containing: "listening"), let port = Int(line.split(separator: " ").last ?? "") else {
+        process.stop()
+        throw TestProcess.Failure(description: "\(script) did not start (is the websockets package installed?)")
+    }
+    return (process, port)
+}
+
 /// Tests/Peers/websockets_server.py (Python `websockets`: a third-party peer), started for one test.
 public struct PythonWebSocketServer: Sendable {
     public let process: BackgroundProcess
     public let port: Int
 
     public init(arguments: [String] = []) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Peers/websockets_server.py").path
-        process = try BackgroundProcess(["python3", script] + arguments)
-        guard let line = process.waitForLine(containing: "listening"), let port = Int(line.split(separator: " ").last ?? "") else {
-            process.stop()
-            throw TestProcess.Failure(description: "websockets_server.py did not start (is the websockets package installed?)")
-        }
-        self.port = port
+        (process, port) = try startPythonPeer("websockets_server.py", arguments: arguments)
     }
 }

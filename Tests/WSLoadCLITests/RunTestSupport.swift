@@ -50,14 +50,7 @@ final class PythonRunTarget: @unchecked Sendable {
     var url: String { "ws://127.0.0.1:\(port)/" }
 
     init(_ arguments: [String] = []) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Peers/run_target.py").path
-        process = try BackgroundProcess(["python3", script] + arguments)
-        guard let line = process.waitForLine(containing: "listening"), let port = Int(line.split(separator: " ").last ?? "") else {
-            process.stop()
-            throw TestProcess.Failure(description: "run_target.py did not start (is the websockets package installed?)")
-        }
-        self.port = port
+        (process, port) = try startPythonPeer("run_target.py", arguments: arguments)
     }
 
     deinit { process.stop() }

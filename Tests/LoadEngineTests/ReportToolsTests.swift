@@ -101,11 +101,12 @@ struct ReportToolsTests {
         let (plain, again) = try await (first, second)
         // 20 ms: far above what a loaded 2-core box adds to a loopback echo (3 ms was seen under CI load).
         let delayed = try await run(delay: .milliseconds(20))
-        #expect(plain.result.intervals.count >= 2)  // fewer than the 12 planned when other suites load the cores
-
         let slower = Comparator.compare(base: side([plain], label: "plain"), head: side([delayed], label: "delayed"))
         let p50 = try #require(slower.first { $0.metric == "ws.message_rtt" && $0.statistic == "p50" })
-        #expect(p50.test == "interval-bootstrap")
+        // Which bootstrap applies depends on how many intervals a loaded box let the runs close (the 12 planned, or
+        // one when the coordinator was starved); each path is pinned on seeded reports in CompareSignificanceTests.
+        let intervalsEach = [plain, delayed].map(\.result.intervals.count)
+        #expect(p50.test == (intervalsEach.min()! >= 2 ? "interval-bootstrap" : "histogram-bootstrap"), "\(p50) \(intervalsEach)")
         // Every delayed echo takes at least the 20 ms the server waits; the base's figure depends on the load.
         #expect(p50.isSignificant(alpha: 0.05) && p50.head >= 20_000 && p50.head > p50.base, "\(p50)")
         #expect(RegressionBudget.defaults.contains { $0.isExceeded(by: p50, alpha: 0.05) })

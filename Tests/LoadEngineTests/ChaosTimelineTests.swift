@@ -111,7 +111,13 @@ struct ChaosTimelineTests {
         // box a session the stall hit may belong to a client that already gave up on it.
         let stall = result.chaos[3]
         let pingedAfterStall = (stoppedAt.value ?? result.profile.duration) - stall.firedAt
-        if pingedAfterStall >= .seconds(2) {
+        // A coordinator starved past several due times fires them together (seen on one busy CPU: all four at
+        // 12.6 s); the stall then hits sessions the kill and the close are ending, and no ping can time out on
+        // them. The stall's own effect is pinned without a timeline in ServerChaosTests.
+        let isStallAlone = stall.firedAt - result.chaos[2].firedAt >= .seconds(1)
+        if !isStallAlone {
+            // Nothing to check about the stall's clients here.
+        } else if pingedAfterStall >= .seconds(2) {
             #expect((metrics.errors["pong_timeout"] ?? 0) >= 1,
                     "the stall hit \(stall.affected) connections: \(metrics.errors); \(result.chaos); stopped at \(String(describing: stoppedAt.value))")
         } else {

@@ -30,23 +30,31 @@ struct ServeAndAutobahnTests {
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask(executorPreference: group.loops[0].taskExecutor) { await manager.run() }
                 var names: [String] = []
+                var isSendTooLate = false
                 for await event in manager.events() {
                     switch event {
-                    case .connected: try await manager.send(text: "ping through serve")
+                    case .connected:
+                        do {
+                            try await manager.send(text: "ping through serve")
+                        } catch let error as WebSocketClientError where error.code == .notConnected {
+                            // Seen on one CPU shared with a busy loop: this task ran more than 4 s after the
+                            // upgrade, and the chaos close had already ended the connection.
+                            isSendTooLate = true
+                        }
                     case .text(let text): names.append(text)
                     case .disconnected(let code, _): names.append("closed \(code.rawValue)")
                     default: break
                     }
                 }
-                #expect(names == ["ping through serve", "closed 4003"])
+                #expect(names == (isSendTooLate ? [] : ["ping through serve"]) + ["closed 4003"], "\(names)")
                 while try await tasks.next() != nil {}
+                let output = try await serve.stop()
+                #expect(output.contains("listening on ws://127.0.0.1:"))
+                #expect(output.contains("upgraded 1"), "\(output)")
+                #expect(output.contains(isSendTooLate ? "echoed 0" : "echoed 1"), "\(output)")
+                #expect(output.contains("chaos closes 1"), "\(output)")
             }
         }
-        let output = try await serve.stop()
-        #expect(output.contains("listening on ws://127.0.0.1:"))
-        #expect(output.contains("upgraded 1"), "\(output)")
-        #expect(output.contains("echoed 1"), "\(output)")
-        #expect(output.contains("chaos closes 1"), "\(output)")
     }
 
     @Test("serve --tls generates a certificate, writes it where asked, and a client trusting it connects")

@@ -4,6 +4,7 @@ import Glibc
 import LoadEngine
 import Reporting
 import Testing
+import TestSupport
 
 /// A storm against a server that drops every connection 50 ms after its handshake, with a policy whose
 /// delays are exact (no jitter), so every reconnect checker has something to check. Even a connection that
@@ -35,21 +36,9 @@ func scenarioRun(
 /// A run whose every connect is refused: the target is a loopback port held by a socket that is bound but
 /// not listening (so nothing else can take the port while the run goes).
 func refusedRun(_ scenario: String, faults: FaultSwitches = FaultSwitches()) async throws -> RunResult {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    try #require(descriptor >= 0, "socket() failed: \(errno)")
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            bind(descriptor, raw, length) == 0 && getsockname(descriptor, raw, &length) == 0
-        }
-    }
-    try #require(bound, "could not bind a loopback port: \(errno)")
-    let port = UInt16(bigEndian: address.sin_port)
+    let reservation = try BoundLoopbackPort()
+    defer { reservation.close() }
+    let port = reservation.port
     return try await LoadRun(profile: try profile("""
         {"version": 1, "name": "refused", "target": "ws://127.0.0.1:\(port)/", "duration": "30s", "seed": 3,
          "scenarios": [\(scenario)]}

@@ -3,19 +3,43 @@ import Glibc
 
 /// A free TCP port on 127.0.0.1 (bound and released; for servers that cannot take port 0).
 public func freeTCPPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestProcess.Failure(description: "socket() failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    let reservation = try BoundLoopbackPort()
+    defer { reservation.close() }
+    return reservation.port
+}
+
+/// A TCP socket bound to a free port on 127.0.0.1 and not listening: connects to it are refused, and nothing
+/// else can take the port while it is held.
+public final class BoundLoopbackPort: @unchecked Sendable {
+    public let port: Int
+    private var descriptor: Int32
+
+    public init() throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TestProcess.Failure(description: "socket() failed: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let fd = descriptor
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else {
+            Glibc.close(descriptor)
+            throw TestProcess.Failure(description: "bind() failed: \(errno)")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
     }
-    guard bound else { throw TestProcess.Failure(description: "bind() failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
+
+    /// Releases the port.
+    public func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    deinit { close() }
 }
 
 /// Debian's nginx, started for one test with a generated configuration: a static file server on

@@ -24,12 +24,13 @@ let package = Package(
         .target(name: "WebSocket", dependencies: ["Crypto", "HTTP1", "CZlib"], swiftSettings: swiftSettings),
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
+        .target(name: "Lifecycle", swiftSettings: swiftSettings),
         .target(name: "Reporting", dependencies: ["Crypto", "Histogram", "JSON"], swiftSettings: swiftSettings),
-        .target(name: "Clients", dependencies: ["Crypto", "HTTP1", "JSON", "Runtime", "WebSocket"], swiftSettings: swiftSettings),
+        .target(name: "Clients", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "Runtime", "WebSocket"], swiftSettings: swiftSettings),
         .target(name: "EmbeddedServer", dependencies: ["Crypto", "Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
         .target(
             name: "LoadEngine",
-            dependencies: ["Clients", "Crypto", "EmbeddedServer", "Histogram", "HTTP1", "JSON", "Reporting", "Runtime", "WebSocket"],
+            dependencies: ["Clients", "Crypto", "EmbeddedServer", "Histogram", "HTTP1", "JSON", "Lifecycle", "Reporting", "Runtime", "WebSocket"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -63,7 +64,7 @@ let package = Package(
             name: "LoadEngineTests",
             dependencies: ["LoadEngine", "Crypto", "EmbeddedServer", "JSON", "Reporting", "Histogram", "Runtime", "TestSupport", "WSLoadCLI"]
         ),
-        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Runtime", "WebSocket", "TestSupport"]),
+        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Lifecycle", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]
 )

@@ -1,4 +1,5 @@
 import HTTP1
+import Lifecycle
 import Runtime
 
 /// How transfer tasks connect and behave: the options of a background `URLSessionConfiguration`

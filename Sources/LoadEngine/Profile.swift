@@ -1,6 +1,7 @@
 import Clients
 import EmbeddedServer
 import JSON
+import Lifecycle
 import WebSocket
 
 /// A load profile: what to connect to, which scenarios to run on how many connections for how long,

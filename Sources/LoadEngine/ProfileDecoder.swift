@@ -2,6 +2,7 @@ import Clients
 import EmbeddedServer
 import HTTP1
 import JSON
+import Lifecycle
 import WebSocket
 
 /// One thing wrong with a profile: where (a JSON path such as `scenarios[1].stages[0].duration`), what,

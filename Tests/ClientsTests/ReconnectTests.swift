@@ -1,6 +1,7 @@
 import Clients
 import Crypto
 import EmbeddedServer
+import Lifecycle
 import Runtime
 import Synchronization
 import TestSupport

@@ -1,5 +1,3 @@
-import Runtime
-
 /// Exponential backoff with a cap, jitter and an attempt limit: the delays between reconnect attempts.
 ///
 /// Pure arithmetic in nanoseconds, so sub-second delays are exact (the reference's backoff truncated
@@ -36,8 +34,8 @@ public struct ReconnectPolicy: Sendable, Hashable {
 
     /// The un-jittered delay before attempt `attempt` (1-based).
     public func baseDelay(attempt: Int) -> Duration {
-        let initial = Double(initialDelay.nanoseconds)
-        let cap = Double(maximumDelay.nanoseconds)
+        let initial = Double(initialDelay.wholeNanoseconds)
+        let cap = Double(maximumDelay.wholeNanoseconds)
         let exponent = Double(max(0, attempt - 1))
         // pow can overflow to infinity for large attempts; the cap bounds it.
         let scaled = initial * pow(multiplier, exponent)
@@ -53,10 +51,10 @@ public struct ReconnectPolicy: Sendable, Hashable {
         case .full:
             return .zero...base
         case .equal:
-            return .nanoseconds(base.nanoseconds / 2)...base
+            return .nanoseconds(base.wholeNanoseconds / 2)...base
         case .decorrelated:
             let previous = previousDelay ?? initialDelay
-            let upper = min(maximumDelay, max(initialDelay, .nanoseconds(previous.nanoseconds.multipliedReportingOverflow(by: 3).overflow ? .max : previous.nanoseconds * 3)))
+            let upper = min(maximumDelay, max(initialDelay, .nanoseconds(previous.wholeNanoseconds.multipliedReportingOverflow(by: 3).overflow ? .max : previous.wholeNanoseconds * 3)))
             return min(initialDelay, upper)...upper
         }
     }
@@ -64,8 +62,8 @@ public struct ReconnectPolicy: Sendable, Hashable {
     /// The delay before `attempt`, drawn uniformly from its bounds with `random`.
     public func delay(attempt: Int, previousDelay: Duration?, using random: inout some RandomNumberGenerator) -> Duration {
         let range = bounds(attempt: attempt, previousDelay: previousDelay)
-        let lower = range.lowerBound.nanoseconds
-        let upper = range.upperBound.nanoseconds
+        let lower = range.lowerBound.wholeNanoseconds
+        let upper = range.upperBound.wholeNanoseconds
         guard upper > lower else { return range.lowerBound }
         return .nanoseconds(Int64.random(in: lower...upper, using: &random))
     }
@@ -88,4 +86,15 @@ private func pow(_ base: Double, _ exponent: Double) -> Double {
         if !result.isFinite { return .infinity }
     }
     return result
+}
+
+extension Duration {
+    /// Whole nanoseconds (truncated), saturating: the policy's arithmetic unit. Internal, so it never
+    /// meets Runtime's public `nanoseconds` in a file that imports both.
+    var wholeNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
 }

@@ -25,17 +25,18 @@ let package = Package(
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
         .target(name: "Lifecycle", swiftSettings: swiftSettings),
-        .target(name: "Reporting", dependencies: ["Crypto", "Histogram", "JSON"], swiftSettings: swiftSettings),
+        .target(name: "Profile", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "WebSocket"], swiftSettings: swiftSettings),
+        .target(name: "Reporting", dependencies: ["Crypto", "Histogram", "JSON", "Profile"], swiftSettings: swiftSettings),
         .target(name: "Clients", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "Runtime", "WebSocket"], swiftSettings: swiftSettings),
-        .target(name: "EmbeddedServer", dependencies: ["Crypto", "Runtime", "WebSocket", "HTTP1"], swiftSettings: swiftSettings),
+        .target(name: "EmbeddedServer", dependencies: ["Crypto", "HTTP1", "Profile", "Runtime", "WebSocket"], swiftSettings: swiftSettings),
         .target(
             name: "LoadEngine",
-            dependencies: ["Clients", "Crypto", "EmbeddedServer", "Histogram", "HTTP1", "JSON", "Lifecycle", "Reporting", "Runtime", "WebSocket"],
+            dependencies: ["Clients", "Crypto", "EmbeddedServer", "Histogram", "HTTP1", "JSON", "Lifecycle", "Profile", "Reporting", "Runtime", "WebSocket"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "WSLoadCLI",
-            dependencies: ["Runtime", "Clients", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LoadEngine", "Reporting"],
+            dependencies: ["Runtime", "Clients", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LoadEngine", "Profile", "Reporting"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
@@ -56,15 +57,15 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
         .testTarget(
             name: "WSLoadCLITests",
-            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON", "LoadEngine"]
+            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON", "LoadEngine", "Profile", "Reporting"]
         ),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "HistogramTests", dependencies: ["Crypto", "Histogram", "Runtime", "TestSupport"]),
         .testTarget(
             name: "LoadEngineTests",
-            dependencies: ["LoadEngine", "Crypto", "EmbeddedServer", "JSON", "Reporting", "Histogram", "Runtime", "TestSupport", "WSLoadCLI"]
+            dependencies: ["LoadEngine", "Crypto", "EmbeddedServer", "JSON", "Profile", "Reporting", "Histogram", "Runtime", "TestSupport", "WSLoadCLI"]
         ),
-        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Lifecycle", "Runtime", "WebSocket", "TestSupport"]),
+        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Lifecycle", "Profile", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
     ]
 )

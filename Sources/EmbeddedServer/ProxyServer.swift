@@ -1,4 +1,5 @@
 import Runtime
+import Profile
 import Synchronization
 
 /// How `wsload proxy` forwards and what it breaks.

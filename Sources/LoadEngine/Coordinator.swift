@@ -1,4 +1,5 @@
 import Crypto
+import Profile
 import EmbeddedServer
 import Foundation
 import Reporting

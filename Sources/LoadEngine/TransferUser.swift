@@ -1,6 +1,7 @@
 import Clients
 import Crypto
 import HTTP1
+import Profile
 import Runtime
 
 /// What every slot of a download or upload scenario shares.

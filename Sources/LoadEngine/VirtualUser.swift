@@ -1,5 +1,6 @@
 import Clients
 import Crypto
+import Profile
 import Runtime
 import WebSocket
 

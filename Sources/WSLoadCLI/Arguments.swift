@@ -1,4 +1,6 @@
 import LoadEngine
+import Profile
+import Reporting
 
 /// A command-line mistake: reported with the option it concerns, exit code 64.
 struct UsageError: Error, CustomStringConvertible {

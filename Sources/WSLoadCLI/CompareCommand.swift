@@ -1,4 +1,5 @@
 import Foundation
+import Profile
 import JSON
 import LoadEngine
 import Reporting

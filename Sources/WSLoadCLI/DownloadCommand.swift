@@ -3,6 +3,8 @@ import Crypto
 import Glibc
 import HTTP1
 import LoadEngine
+import Profile
+import Reporting
 import Runtime
 import Synchronization
 

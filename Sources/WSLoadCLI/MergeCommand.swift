@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import LoadEngine
+import Profile
 import Reporting
 
 /// `wsload merge A.json B.json … -o merged.json`: shards (or side-by-side runs) of one profile into one report.

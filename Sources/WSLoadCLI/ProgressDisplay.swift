@@ -1,5 +1,6 @@
 import Foundation
 import LoadEngine
+import Profile
 import Reporting
 import Synchronization
 

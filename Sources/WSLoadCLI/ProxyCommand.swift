@@ -1,5 +1,7 @@
 import EmbeddedServer
 import LoadEngine
+import Profile
+import Reporting
 import Runtime
 
 /// `wsload proxy`: a TCP proxy with faults in front of a server we do not control.

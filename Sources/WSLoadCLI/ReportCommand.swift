@@ -1,5 +1,6 @@
 import Foundation
 import LoadEngine
+import Profile
 import Reporting
 
 /// `wsload report X.json`: the summary of a saved report, and exports of it.

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import LoadEngine
+import Profile
 import Reporting
 import Runtime
 import WebSocket

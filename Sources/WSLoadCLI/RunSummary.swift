@@ -1,4 +1,5 @@
 import LoadEngine
+import Profile
 import Reporting
 
 /// The human summary printed after a run (the report holds everything; this is what a person reads).

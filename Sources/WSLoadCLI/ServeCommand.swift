@@ -1,4 +1,5 @@
 import EmbeddedServer
+import Profile
 import Foundation
 import Runtime
 import WebSocket

@@ -1,5 +1,7 @@
 import Foundation
 import LoadEngine
+import Profile
+import Reporting
 
 /// `wsload validate PROFILE`: every problem of a profile, each with its JSON path.
 enum ValidateCommand: Subcommand {

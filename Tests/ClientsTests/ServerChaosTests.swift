@@ -1,5 +1,6 @@
 import Clients
 import EmbeddedServer
+import Profile
 import Runtime
 import Testing
 import TestSupport

@@ -1,4 +1,5 @@
 import LoadEngine
+import Profile
 import Reporting
 import Testing
 

@@ -1,5 +1,6 @@
 import EmbeddedServer
 import LoadEngine
+import Profile
 import Reporting
 import Testing
 

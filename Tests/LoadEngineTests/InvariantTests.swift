@@ -2,6 +2,7 @@ import EmbeddedServer
 import Foundation
 import JSON
 import LoadEngine
+import Profile
 import Reporting
 import Testing
 import TestSupport

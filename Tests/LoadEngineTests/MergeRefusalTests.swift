@@ -3,6 +3,7 @@ import Foundation
 import Histogram
 import JSON
 import LoadEngine
+import Profile
 import Reporting
 import Testing
 import WSLoadCLI

@@ -2,6 +2,7 @@ import EmbeddedServer
 import Foundation
 import Glibc
 import LoadEngine
+import Profile
 import Reporting
 import Testing
 import TestSupport

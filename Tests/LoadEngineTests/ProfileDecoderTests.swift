@@ -1,6 +1,8 @@
 import Foundation
 import JSON
 import LoadEngine
+import Profile
+import Reporting
 import Testing
 
 private func problems(_ text: String) -> [String] {

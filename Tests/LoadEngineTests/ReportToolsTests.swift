@@ -4,6 +4,7 @@ import Foundation
 import Histogram
 import JSON
 import LoadEngine
+import Profile
 import Reporting
 import Runtime
 import Testing

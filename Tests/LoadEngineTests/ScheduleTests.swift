@@ -1,4 +1,6 @@
 import LoadEngine
+import Profile
+import Reporting
 import Testing
 
 @Suite("Ramps and payload headers", .timeLimit(.minutes(1)))

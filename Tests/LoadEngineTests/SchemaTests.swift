@@ -1,6 +1,8 @@
 import Foundation
 import JSON
 import LoadEngine
+import Profile
+import Reporting
 import Testing
 
 private let profilesDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

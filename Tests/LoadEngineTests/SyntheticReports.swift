@@ -4,6 +4,7 @@ import Glibc
 import Histogram
 import JSON
 import LoadEngine
+import Profile
 import Reporting
 import Testing
 import TestSupport

@@ -1,4 +1,6 @@
 import LoadEngine
+import Profile
+import Reporting
 import Runtime
 import Testing
 @testable import WSLoadCLI

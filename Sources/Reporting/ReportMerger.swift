@@ -1,6 +1,6 @@
 import Foundation
 import Histogram
-import Reporting
+import Profile
 
 /// Why reports cannot be merged.
 public struct MergeError: Error, Sendable, CustomStringConvertible {

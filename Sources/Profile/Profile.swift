@@ -1,5 +1,3 @@
-import Clients
-import EmbeddedServer
 import JSON
 import Lifecycle
 import WebSocket

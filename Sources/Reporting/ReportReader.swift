@@ -1,6 +1,6 @@
 import Foundation
 import JSON
-import Reporting
+import Profile
 
 /// A report read back from its JSON: enough to merge, compare and re-render it.
 public struct LoadedReport: Sendable {

@@ -1,5 +1,4 @@
-import Clients
-import EmbeddedServer
+import Crypto
 import HTTP1
 import JSON
 import Lifecycle

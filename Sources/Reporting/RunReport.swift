@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import JSON
-import Reporting
+import Profile
 
 /// The JSON report of a run (schema `wsload.report/1`, documented in docs/REPORT.md): everything needed
 /// to trust, merge and compare it — the tool and host, the profile without secrets and its digest, the

@@ -1,9 +1,9 @@
-import Reporting
+import Profile
 
 /// Evaluates thresholds against measured metrics.
-enum ThresholdEvaluator {
+package enum ThresholdEvaluator {
     /// The statistic a threshold asks about; nil when a latency metric has no samples.
-    static func actual(_ threshold: Threshold, total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double) -> Double? {
+    package static func actual(_ threshold: Threshold, total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double) -> Double? {
         let metrics = threshold.scenario.flatMap { name in scenarios.first { $0.0 == name }?.1 } ?? total
         switch MetricCatalog.kind(of: threshold.metric) {
         case .latency?, .throughput?:
@@ -38,7 +38,7 @@ enum ThresholdEvaluator {
         }
     }
 
-    static func evaluate(_ thresholds: [Threshold], total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double)
+    package static func evaluate(_ thresholds: [Threshold], total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double)
         -> [RunResult.ThresholdResult]
     {
         thresholds.map { threshold in
@@ -49,7 +49,7 @@ enum ThresholdEvaluator {
     }
 
     /// The first abort-on-fail threshold that fails now (past its delay), if any.
-    static func firstAbort(_ thresholds: [Threshold], total: MetricSet, scenarios: [(String, MetricSet)], elapsed: Duration) -> String? {
+    package static func firstAbort(_ thresholds: [Threshold], total: MetricSet, scenarios: [(String, MetricSet)], elapsed: Duration) -> String? {
         for threshold in thresholds where threshold.abortOnFail && elapsed >= threshold.abortDelay {
             if let value = actual(threshold, total: total, scenarios: scenarios, seconds: elapsed.seconds),
                 !threshold.comparison.holds(value, threshold.limit)

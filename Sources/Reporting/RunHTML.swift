@@ -1,6 +1,6 @@
 import Foundation
 import Histogram
-import Reporting
+import Profile
 
 /// The HTML report: one self-contained file (inline CSS and SVG; no scripts, nothing fetched) with
 /// latency percentiles over time, percentile spectra on HdrHistogram's log axis, throughput and

@@ -65,6 +65,7 @@ public struct ResumeData: Sendable, Hashable {
     /// The resume data as JSON bytes (what `wsload download` keeps beside a partial file).
     public func serialized() -> [UInt8] { Array(json.formatted(pretty: false).utf8) }
 
+    /// Why serialized resume data could not be read back.
     public struct DecodingError: Error, Sendable, CustomStringConvertible {
         public var description: String
     }

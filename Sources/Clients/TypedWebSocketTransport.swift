@@ -57,10 +57,12 @@ public struct TypedWebSocketTransport: Sendable {
     public func decode(_ bytes: [UInt8]) -> Decoded {
         let data = Data(bytes)
         let decoder = JSONDecoder()
+        // Not an envelope: reported as an undecodable message below, not an error of the connection.
         guard let header = try? decoder.decode(Header.self, from: data) else {
             return .malformed(reason: "not a {\"type\", \"payload\"} envelope")
         }
         guard let type = knownTypes.first(where: { $0.messageType == header.type }) else {
+            // Unknown type: its payload is passed on raw if it parses, else nil (the caller sees the type name).
             let payload = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["payload"]
             let raw = payload.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.fragmentsAllowed, .sortedKeys]) }
             return .unknown(type: header.type, payload: raw.map(Array.init) ?? [])

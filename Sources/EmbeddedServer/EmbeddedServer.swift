@@ -76,6 +76,7 @@ public final class EmbeddedServer: Sendable {
     private func acceptLoop(_ listener: TCPListener, seed: UInt64?) async {
         var random = SeededRandomNumberGenerator(seed: seed)
         await withDiscardingTaskGroup { connections in
+            // accept fails only once the listener is closed (stop or restart): that ends the loop.
             while let tcp = try? await listener.accept() {
                 statistics.accepted.add(1, ordering: .relaxed)
                 let session = ServerSession(tcp: tcp, server: self, random: random.split())
@@ -125,6 +126,7 @@ func applyOnEachLoop(
     var total = 0
     for (index, loop) in loops.enumerated() {
         let loopSeed = seed &+ UInt64(index)
+        // A loop already shut down has no sessions to hit: it counts 0.
         total += (try? await loop.submit { apply(index, loop, loopSeed) }) ?? 0
     }
     return total
@@ -215,6 +217,7 @@ func relisten(on address: SocketAddress, loops: [EventLoop], after pause: Durati
     var reservation: PortReservation?
     // The old listeners close on their loops' next turn: wait for the port to be free to hold it.
     for _ in 0..<100 where reservation == nil {
+        // Polling for the port: a failed reservation or an interrupted sleep just means try again (bounded).
         reservation = try? PortReservation(address)
         if reservation == nil { try? await clock.sleep(until: clock.now.advanced(by: .milliseconds(10))) }
     }
@@ -225,10 +228,11 @@ func relisten(on address: SocketAddress, loops: [EventLoop], after pause: Durati
     }
     for _ in 0..<100 {
         reservation = nil
+        // Re-binding can fail while the old listeners close: retried, bounded; nil after the last try.
         if let listeners = try? await TCPListener.bind(address, on: loops, backlog: 4096) { return listeners }
         if Task.isCancelled { return nil }
-        try? await clock.sleep(until: clock.now.advanced(by: .milliseconds(20)))
-        reservation = try? PortReservation(address)
+        try? await clock.sleep(until: clock.now.advanced(by: .milliseconds(20)))  // cancelled: the check below ends it
+        reservation = try? PortReservation(address)  // retried next round
     }
     return nil
 }

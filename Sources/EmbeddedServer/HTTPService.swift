@@ -107,7 +107,7 @@ struct HTTPService {
                 }
             }
         } catch let error as HTTPParseError {
-            try? await sendSimple(400, "Bad Request", "bad request: \(error)\n", keepAlive: false)
+            try? await sendSimple(400, "Bad Request", "bad request: \(error)\n", keepAlive: false)  // the peer may be gone; the connection closes anyway
         } catch {
             return
         }
@@ -171,6 +171,7 @@ struct HTTPService {
             let name = String(path.dropFirst("/files/".count))
             guard let directory = configuration.filesDirectory, !name.isEmpty, !name.hasPrefix("."), !name.contains("/"),
                 !name.contains("%"), let status = FileSystem.status(of: directory + "/" + name),
+                // A file that cannot be opened is answered 404 like one that does not exist.
                 let file = try? DataFile.open(directory + "/" + name, mode: .read)
             else {
                 try await sendSimple(404, "Not Found", "not found\n", keepAlive: keepAlive)
@@ -255,7 +256,7 @@ struct HTTPService {
         if sent < count {
             // Exactly `dropAfterBytes` reach the client: flush what is queued (a close would discard it), then FIN.
             server.statistics.chaosCloses.add(1, ordering: .relaxed)
-            try? await stream.shutdownWrite()
+            try? await stream.shutdownWrite()  // the peer may have closed first; the FIN is all that is left to send
             stream.close()
         }
         return sent
@@ -312,7 +313,7 @@ struct HTTPService {
             let safeName = name.isEmpty || name.hasPrefix(".") || name.contains("/") || name.contains("%")
                 ? "upload-\(server.statistics.uploads.load(ordering: .relaxed) + 1)" : name
             let path = directory + "/" + safeName
-            try? FileSystem.remove(path)
+            try? FileSystem.remove(path)  // an upload replaces any earlier file of that name; none is fine
             file = try DataFile.open(path, mode: .createNew)
         }
         defer { file?.close() }

@@ -64,6 +64,7 @@ public final class ProxyServer: Sendable {
 
     private func acceptLoop(_ listener: TCPListener, registry: ProxyRegistry) async {
         await withDiscardingTaskGroup { connections in
+            // accept fails only once the listener is closed (the proxy stops): that ends the loop.
             while let client = try? await listener.accept() {
                 statistics.accepted.add(1, ordering: .relaxed)
                 let loop = listener.loop

@@ -7,6 +7,7 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
     /// Path and query, `/` when empty; never a fragment.
     public var target: String
 
+    /// Why a URL was refused (not http(s), no host, a bad port…).
     public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
         public var description: String
     }

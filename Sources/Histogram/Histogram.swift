@@ -142,6 +142,7 @@ public struct Histogram: Sendable, Equatable {
             && significantDigits == other.significantDigits
     }
 
+    /// Two histograms of different layouts (precision or range) cannot be added exactly.
     public struct LayoutMismatch: Error, Sendable, CustomStringConvertible {
         public var description: String
     }

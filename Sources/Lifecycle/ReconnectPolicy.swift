@@ -9,6 +9,7 @@
 /// - `equal`: uniform in `base/2…base`;
 /// - `decorrelated`: uniform in `initial…min(cap, 3 × previous)` (previous starts at `initial`).
 public struct ReconnectPolicy: Sendable, Hashable {
+    /// How the delay is spread below its exponential base (see the type's comment).
     public enum Jitter: String, Sendable, Hashable, CaseIterable {
         case none, full, equal, decorrelated
     }

@@ -9,12 +9,14 @@ public struct Profile: Sendable {
     /// The profile format this build reads.
     public static let currentVersion = 1
 
+    /// What the run connects to.
     public enum Target: Sendable, Equatable {
         /// Start the embedded server in-process on an ephemeral loopback port.
         case embedded
         case url(WebSocketURL)
     }
 
+    /// How TLS targets are verified.
     public struct TLSOptions: Sendable, Equatable {
         /// PEM file of trusted CAs (instead of the system store).
         public var caFile: String?
@@ -27,11 +29,13 @@ public struct Profile: Sendable {
     /// Where the auth token comes from: never the profile itself, so a profile can be shared and
     /// a report (which embeds the profile) never holds a secret.
     public struct Authentication: Sendable, Equatable {
+        /// Where the token goes in the handshake.
         public enum Placement: Sendable, Equatable {
             case bearer
             case header(name: String)
             case query(name: String)
         }
+        /// Where the token is read from.
         public enum Source: Sendable, Equatable {
             case environment(String)
             case file(String)
@@ -45,6 +49,7 @@ public struct Profile: Sendable {
         }
     }
 
+    /// Where the report goes and how fine its interval series is.
     public struct ReportOptions: Sendable, Equatable {
         /// Where the JSON report is written (created if missing).
         public var directory = "Reports/runs"
@@ -90,6 +95,7 @@ public struct ChaosEvent: Sendable, Equatable {
 
 /// One group of simulated clients doing the same thing.
 public struct Scenario: Sendable {
+    /// What the scenario's clients are.
     public enum Kind: String, Sendable, CaseIterable {
         case websocket
         /// Background download or upload tasks: `connections` is how many run at once.
@@ -144,7 +150,9 @@ public struct TransferScenario: Sendable, Equatable {
     public init() {}
 }
 
+/// What each connection of a scenario does: its pattern, ramp, pings, reconnects, messages and schedule.
 public struct WebSocketScenario: Sendable {
+    /// What a connection does once open.
     public enum Pattern: String, Sendable, CaseIterable {
         /// Send, await the echo, record the round trip.
         case echo
@@ -156,6 +164,7 @@ public struct WebSocketScenario: Sendable {
         case typed
     }
 
+    /// Whether messages go as text or binary frames.
     public enum MessageFormat: String, Sendable, CaseIterable { case text, binary }
 
     /// Message sizes in bytes.

@@ -3,6 +3,7 @@ import JSON
 /// The correctness oracle's findings: per invariant, how many observations were checked and how many
 /// broke it, with a few examples (the actor and its recent history). Adds exactly, like `MetricSet`.
 public struct InvariantReport: Sendable, Equatable {
+    /// One violation: the actor, its scenario, what was wrong, and its recent history.
     public struct Example: Sendable, Equatable {
         public var actor: Int
         public var scenario: String

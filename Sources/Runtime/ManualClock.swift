@@ -5,6 +5,7 @@ import Synchronization
 /// For deterministic tests of schedules (backoff, ping intervals, open-model arrivals): the test
 /// awaits ``waitForSleepers(count:)`` to know the code under test is parked, then advances.
 public final class ManualClock: Clock, Sendable {
+    /// A moment of the manual clock: an offset from its origin.
     public struct Instant: InstantProtocol, Sendable, CustomStringConvertible {
         /// Time since the clock's origin.
         public var offset: Duration

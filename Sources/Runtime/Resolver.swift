@@ -9,6 +9,7 @@ extension EventLoop {
     ///   when the task is cancelled (the lookup's result is then discarded).
     public func resolve(host: String, port: Int) async throws -> [SocketAddress] {
         precondition(inLoopThread, "EventLoop.resolve must be called on \(self)'s thread")
+        // Not an IP literal: resolve it as a name.
         if let address = try? SocketAddress(ip: host, port: port) { return [address] }
         guard (0...65535).contains(port) else {
             throw RuntimeError(.invalidArgument, function: "resolve", detail: "port \(port) is out of range")

@@ -55,6 +55,7 @@ public final class TLSConnection: ByteStream {
         let connection = try TLSConnection(tcp: tcp, context: context)
         let name = serverName ?? tcp.remoteAddress?.ip ?? ""
         SSL_set_connect_state(connection.ssl)
+        // Whether the name parses as an IP literal (then it is verified as an IP, not a host name).
         let isIPAddress = (try? SocketAddress(ip: name, port: 0)) != nil
         if !name.isEmpty && !isIPAddress {
             _ = wsload_SSL_set_tlsext_host_name(connection.ssl, name)

@@ -112,9 +112,10 @@ enum AutobahnCommand: Subcommand {
                     switch event {
                     case .text(let text):
                         if outcome.firstText == nil { outcome.firstText = text }
+                        // A failed echo send is what the case tests; the outcome counts only echoes sent.
                         if isEcho, (try? await manager.send(text: text)) != nil { outcome.echoed += 1 }
                     case .data(let bytes):
-                        if isEcho, (try? await manager.send(data: bytes)) != nil { outcome.echoed += 1 }
+                        if isEcho, (try? await manager.send(data: bytes)) != nil { outcome.echoed += 1 }  // as for text
                     case .disconnected(let code, _):
                         outcome.closeCode = code
                     case .error(let error):
@@ -126,7 +127,7 @@ enum AutobahnCommand: Subcommand {
                 return outcome
             }
             tasks.addTask(executorPreference: loop.taskExecutor) {
-                guard (try? await loop.sleep(for: timeout)) != nil else { return nil }
+                guard (try? await loop.sleep(for: timeout)) != nil else { return nil }  // cancelled: the case finished first
                 await manager.disconnect(code: .goingAway, reason: "case timeout")
                 return nil
             }

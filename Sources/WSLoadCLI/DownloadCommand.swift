@@ -191,11 +191,12 @@ enum DownloadCommand: Subcommand {
         }
         let resumePath = options.output + ".wsload-resume"
         var resumeData: ResumeData?
+        // A resume file that cannot be opened, read or parsed is as good as none: the download starts fresh.
         if let size = FileSystem.size(of: resumePath), size < 1 << 20, let file = try? DataFile.open(resumePath, mode: .read) {
             var bytes: [UInt8] = []
-            try? file.read(into: &bytes, count: Int(size), at: 0)
+            try? file.read(into: &bytes, count: Int(size), at: 0)  // a short read fails to parse below
             if let data = try? ResumeData(serialized: bytes), data.destination == options.output,
-                (try? HTTPURL(data.url)) != nil
+                (try? HTTPURL(data.url)) != nil  // a URL that no longer parses: start fresh
             {
                 resumeData = data
             }
@@ -205,6 +206,7 @@ enum DownloadCommand: Subcommand {
                                 onProgress: { bar.update(written: $0.bytesWritten, expected: $0.bytesExpected) })
         do {
             let result = try await task.run()
+            // Done: the resume files are stale; one already gone is what we want.
             try? FileSystem.remove(resumePath)
             try? FileSystem.remove(resumePath + ".tmp")
             return .success((result, nil))
@@ -212,12 +214,13 @@ enum DownloadCommand: Subcommand {
             if let data = error.resumeData {
                 writeResumeData(data, to: resumePath)
             } else {
+                // Nothing to resume from: stale resume files go; one already gone is what we want.
                 try? FileSystem.remove(resumePath)
                 try? FileSystem.remove(resumePath + ".tmp")
             }
             return .failure(error)
         } catch {
-            try? FileSystem.remove(resumePath + ".tmp")
+            try? FileSystem.remove(resumePath + ".tmp")  // the reserved room only; the error that matters is rethrown below
             return .failure(TransferError(.network, "\(error)"))
         }
     }
@@ -226,13 +229,14 @@ enum DownloadCommand: Subcommand {
     /// to write it in afterwards, and a failed download must keep its resume data. ``writeResumeData(_:to:)``
     /// overwrites this file in place (blocks already allocated need no new space), then renames it.
     private static func reserveRoomForResumeData(at temporary: String, _ options: Options) {
+        // Best effort: without reserved room, resume data is still written if the disk allows.
         try? FileSystem.remove(temporary)
         guard let file = try? DataFile.open(temporary, mode: .createNew) else { return }
         defer { file.close() }
         // Generous: the URL after redirects, three paths and one [first, last, received] triple per segment.
         let size = 16 * 1024 + 4 * (options.url.description.utf8.count + options.output.utf8.count) + 64 * options.request.segments
         if (try? file.write([UInt8](repeating: UInt8(ascii: " "), count: size)[...], at: 0)) == nil {
-            try? FileSystem.remove(temporary)
+            try? FileSystem.remove(temporary)  // best effort, as above
         }
     }
 
@@ -276,9 +280,10 @@ enum DownloadCommand: Subcommand {
     private static func writeResumeData(_ data: ResumeData, to path: String) {
         let temporary = path + ".tmp"
         // The room reserved before the download (on a full disk, a new file could not be written).
+        // A reservation that cannot be reopened is replaced by a new file; if that fails too there is nowhere to write.
         let reserved = FileSystem.exists(temporary) ? try? DataFile.open(temporary, mode: .readWrite) : nil
         if reserved == nil { try? FileSystem.remove(temporary) }
-        guard let file = reserved ?? (try? DataFile.open(temporary, mode: .createNew)) else { return }
+        guard let file = reserved ?? (try? DataFile.open(temporary, mode: .createNew)) else { return }  // no room: nowhere to write
         let bytes = data.serialized()
         do {
             try file.write(bytes[...], at: 0)
@@ -288,7 +293,7 @@ enum DownloadCommand: Subcommand {
             try FileSystem.rename(temporary, to: path)
         } catch {
             file.close()
-            try? FileSystem.remove(temporary)
+            try? FileSystem.remove(temporary)  // a torn temporary is worse than none
         }
     }
 

@@ -52,11 +52,12 @@ enum ProxyCommand: Subcommand {
             var text = parsed.value("chaos")
             if let file = parsed.value("chaos-file") {
                 guard text == nil else { throw UsageError("give --chaos or --chaos-file, not both") }
+                // An unreadable file is reported below as unreadable; a short read yields JSON that fails to parse, with its place.
                 guard let size = FileSystem.size(of: file), size < 1 << 20, let handle = try? DataFile.open(file, mode: .read) else {
                     throw UsageError("--chaos-file: cannot read \(file)")
                 }
                 var bytes: [UInt8] = []
-                try? handle.read(into: &bytes, count: Int(size), at: 0)
+                try? handle.read(into: &bytes, count: Int(size), at: 0)  // a short read fails to parse, with its place
                 text = String(decoding: bytes, as: UTF8.self)
             }
             timeline = try text.map { try ProfileDecoder.decodeChaos(Array($0.utf8)) } ?? []
@@ -106,7 +107,7 @@ enum ProxyCommand: Subcommand {
                 let clock = LoopClock()
                 let start = clock.now
                 for (index, event) in timeline.enumerated() {
-                    guard (try? await clock.sleep(until: start.advanced(by: event.at))) != nil else { return }
+                    guard (try? await clock.sleep(until: start.advanced(by: event.at))) != nil else { return }  // cancelled: the proxy is stopping
                     let affected = await proxy.perform(event.action, seed: seed &+ UInt64(index))
                     output.print("wsload proxy: \(event.action) at \(formatDuration(start.duration(to: clock.now))): \(affected) connections")
                 }

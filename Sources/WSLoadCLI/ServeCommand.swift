@@ -161,6 +161,7 @@ func serveUntilStopped(
     on loop: EventLoop, duration: Duration?, serve: @escaping @Sendable () async -> Void,
     alongside: (@Sendable () async -> Void)? = nil
 ) async -> String {
+    // Signal handlers that cannot be installed leave the server running until its duration or a kill: nil signal.
     let stopSignal = try? await withShutdownSignals(on: loop) { shutdown -> Int32? in
         await withTaskGroup(of: Int32?.self) { tasks in
             tasks.addTask { await serve(); return nil }
@@ -169,13 +170,13 @@ func serveUntilStopped(
                 tasks.addTask {
                     await alongside()
                     // Finishing early must not end the run: wait to be cancelled.
-                    try? await Task.sleep(for: .seconds(365 * 24 * 3600))
+                    try? await Task.sleep(for: .seconds(365 * 24 * 3600))  // cancellation is the expected end
                     return nil
                 }
             }
             if let duration {
                 tasks.addTask {
-                    try? await Task.sleep(for: duration)
+                    try? await Task.sleep(for: duration)  // cancelled when the server stops first
                     return nil
                 }
             }

@@ -8,6 +8,7 @@ import Crypto
 /// caller sends, and taken in order with ``takeOutput()``. After a `.failed` or a completed closing
 /// handshake the connection is closed and the caller closes the transport.
 public struct WebSocketConnection: Sendable {
+    /// Which side of the connection this is (clients mask, servers do not).
     public typealias Role = WebSocketFrameParser.Role
 
     /// Limits and negotiated options.
@@ -59,6 +60,7 @@ public struct WebSocketConnection: Sendable {
         case failed(WebSocketProtocolError)
     }
 
+    /// Where the connection is in its life: open, closing (either side first), or closed.
     public enum State: Sendable, Hashable {
         case open
         /// We sent a close frame and wait for the peer's.

@@ -11,6 +11,7 @@ public func webSocketAcceptValue(forKey key: String) -> String {
 
 /// Why a client handshake was refused. The client sends nothing after a refused handshake.
 public struct WebSocketHandshakeError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What was wrong with the response.
     public enum Kind: String, Sendable, Hashable {
         /// The status was not 101 (a redirect is reported, not followed).
         case unexpectedStatus

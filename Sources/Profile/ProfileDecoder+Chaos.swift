@@ -7,7 +7,12 @@ extension ProfileReader {
     mutating func chaos(_ value: JSONValue?, target: Profile.Target?, duration: Duration?) -> [ChaosEvent] {
         guard let list = array(value, "chaos") else { return [] }
         if target != nil && target != .embedded {
-            problem("chaos", "a chaos timeline acts on the embedded server", hint: "set \"target\": \"embedded\"")
+            if let option = overrides.target {
+                problem("chaos", "a chaos timeline acts on the embedded server, not on --target \(option)",
+                        hint: "leave --target out, or give --target embedded")
+            } else {
+                problem("chaos", "a chaos timeline acts on the embedded server", hint: "set \"target\": \"embedded\"")
+            }
         }
         var events: [ChaosEvent] = []
         for (index, element) in list.enumerated() {
@@ -15,7 +20,13 @@ extension ProfileReader {
             guard let object = object(element, path, kind: "chaos") else { continue }
             let at = required(object, "at", path).flatMap { self.duration($0, Self.join(path, "at")) }
             if let at, let duration, at >= duration {
-                problem(Self.join(path, "at"), "\(formatDuration(at)) is not within the run's duration (\(formatDuration(duration)))")
+                if overrides.duration != nil {
+                    problem(Self.join(path, "at"),
+                            "\(formatDuration(at)) is not within the run's duration (\(formatDuration(duration)), set by --duration)",
+                            hint: "give a --duration above \(formatDuration(at)), or leave it out")
+                } else {
+                    problem(Self.join(path, "at"), "\(formatDuration(at)) is not within the run's duration (\(formatDuration(duration)))")
+                }
             }
             let fraction = number(object["fraction"], Self.join(path, "fraction"), minimum: 0, maximum: 1) ?? 1
             let pause = self.duration(object["for"], Self.join(path, "for"), minimum: .milliseconds(1))

@@ -4,8 +4,11 @@ import JSON
 /// of the profile are extensions in the ProfileDecoder+*.swift files; this one holds the typed primitives they share.
 struct ProfileReader {
     var problems: [ProfileProblem] = []
+    /// What the command line wrote into the document: a problem with one of those values names its option.
+    var overrides = ProfileOverrides()
 
     mutating func problem(_ path: String, _ message: String, hint: String? = nil) {
+        let message = overrides.option(for: path).map { message + ", set by " + $0 } ?? message
         problems.append(ProfileProblem(path: path, message: message, hint: hint))
     }
 

@@ -25,8 +25,17 @@ extension ProfileReader {
         let authentication = self.authentication(root["auth"])
         let duration = required(root, "duration", "").flatMap { self.duration($0, "duration", minimum: .milliseconds(1)) }
         let gracefulStop = self.duration(root["gracefulStop"], "gracefulStop") ?? .seconds(5)
-        let loops = integer(root["loops"], "loops", in: 1...256)
-        let seed = integer(root["seed"], "seed", in: 0...Int.max).map { UInt64($0) }
+        // The file's loops stay in the document (see ProfileOverrides.loops), so they are checked even when overridden.
+        var loops = integer(root["loops"], "loops", in: 1...256)
+        if let override = overrides.loops { loops = integer(JSONValue(override), "loops", in: 1...256) }
+        let seed: UInt64?
+        if let override = overrides.seed {
+            // Taken as given, not read back from the document, which holds it only when a JSON number is exact.
+            seed = override <= UInt64(Int.max) ? override : nil
+            if seed == nil { problem("seed", "\(override) is out of range", hint: "use 0...\(Int.max)") }
+        } else {
+            seed = integer(root["seed"], "seed", in: 0...Int.max).map { UInt64($0) }
+        }
         var scenarios: [Scenario] = []
         if let list = required(root, "scenarios", "").flatMap({ array($0, "scenarios") }) {
             if list.isEmpty { problem("scenarios", "must hold at least one scenario") }
@@ -42,7 +51,11 @@ extension ProfileReader {
         let chaos = self.chaos(root["chaos"], target: target, duration: duration)
         let report = reportOptions(root["report"])
         if case .embedded? = target, tls.caFile != nil || tls.serverName != nil {
-            problem("tls", "the embedded target speaks plain ws://", hint: "remove tls, or target a wss:// URL")
+            if overrides.target != nil {
+                problem("tls", "the embedded target (set by --target) speaks plain ws://", hint: "remove tls, or give --target a wss:// URL")
+            } else {
+                problem("tls", "the embedded target speaks plain ws://", hint: "remove tls, or target a wss:// URL")
+            }
         }
         guard problems.isEmpty, let name, let target, let duration else { return nil }
         var profile = Profile(version: version, name: name, target: target, duration: duration, scenarios: scenarios)

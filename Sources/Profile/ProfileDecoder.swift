@@ -73,19 +73,24 @@ public enum ProfileDecoder {
         return events
     }
 
-    /// Decodes a profile document. - Throws: ``ProfileError`` listing every problem.
-    public static func decode(_ bytes: [UInt8]) throws(ProfileError) -> Profile {
+    /// Decodes a profile document with the command line's `overrides` written into it first, so the profile that
+    /// will run is the one validated (and the one its ``Profile/document`` holds); a problem with an overridden
+    /// value names the option. - Throws: ``ProfileError`` listing every problem.
+    public static func decode(
+        _ bytes: [UInt8], overrides: ProfileOverrides = ProfileOverrides()
+    ) throws(ProfileError) -> Profile {
         guard bytes.count <= maximumSize else {
             throw ProfileError(problems: [ProfileProblem(
                 path: "", message: "the profile is \(bytes.count) bytes; the limit is \(maximumSize)", hint: nil)])
         }
-        let document: JSONValue
+        let parsed: JSONValue
         do {
-            document = try JSONValue(parsing: bytes)
+            parsed = try JSONValue(parsing: bytes)
         } catch {
             throw ProfileError(problems: [ProfileProblem(path: "", message: "not valid JSON: \(error)", hint: nil)])
         }
-        var reader = ProfileReader()
+        let document = overrides.applied(to: parsed)
+        var reader = ProfileReader(overrides: overrides)
         let profile = reader.profile(document)
         guard reader.problems.isEmpty, var profile else { throw ProfileError(problems: reader.problems) }
         profile.document = document

@@ -20,13 +20,9 @@ extension ProfileReader {
             guard let object = object(element, path, kind: "chaos") else { continue }
             let at = required(object, "at", path).flatMap { self.duration($0, Self.join(path, "at")) }
             if let at, let duration, at >= duration {
-                if overrides.duration != nil {
-                    problem(Self.join(path, "at"),
-                            "\(formatDuration(at)) is not within the run's duration (\(formatDuration(duration)), set by --duration)",
-                            hint: "give a --duration above \(formatDuration(at)), or leave it out")
-                } else {
-                    problem(Self.join(path, "at"), "\(formatDuration(at)) is not within the run's duration (\(formatDuration(duration)))")
-                }
+                let limit = formatDuration(duration) + (overrides.duration != nil ? ", set by --duration" : "")
+                problem(Self.join(path, "at"), "\(formatDuration(at)) is not within the run's duration (\(limit))",
+                        hint: overrides.duration != nil ? "give a --duration above \(formatDuration(at)), or leave it out" : nil)
             }
             let fraction = number(object["fraction"], Self.join(path, "fraction"), minimum: 0, maximum: 1) ?? 1
             let pause = self.duration(object["for"], Self.join(path, "for"), minimum: .milliseconds(1))

@@ -19,6 +19,7 @@ extension ProfileReader {
         var transfer = TransferScenario()
         if let body = required(object, "transfer", path).flatMap({ self.object($0, transferPath, kind: "transfer") }) {
             if let url = string(body["url"], Self.join(transferPath, "url")) {
+                // Only whether it parses matters: the problem names the URL, and the run parses it again.
                 if (try? HTTPURL(url)) != nil { transfer.url = url } else {
                     problem(Self.join(transferPath, "url"), "\"\(url)\" is not an http:// or https:// URL")
                 }

@@ -88,8 +88,14 @@ func loadProfile(_ path: String, overrides: ProfileOverrides = ProfileOverrides(
     }
     guard !isDirectory.boolValue else { return .failure(.unreadable("it is a directory")) }
     guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(.unreadable("permission denied")) }
+    // Closing a file only read from cannot lose anything: its error is safe to ignore.
     defer { try? handle.close() }
-    let data = (try? handle.read(upToCount: ProfileDecoder.maximumSize + 1)).flatMap { $0 } ?? Data()
+    let data: Data
+    do {
+        data = try handle.read(upToCount: ProfileDecoder.maximumSize + 1) ?? Data()
+    } catch {
+        return .failure(.unreadable(error.localizedDescription))
+    }
     do {
         return .success(try ProfileDecoder.decode(Array(data), overrides: overrides))
     } catch {

@@ -1,22 +1,22 @@
 import JSON
 
 /// Command-line values that replace a profile's own (`wsload run` and `wsload validate`: `--target`, `--duration`,
-/// `--seed`, `--loops`). ``ProfileDecoder/decode(_:overrides:)`` writes them into the document before it validates,
+/// `--seed`, `--loops`). `ProfileDecoder.decode(_:overrides:)` writes them into the document before it validates,
 /// so the overridden profile meets every check the file does (a chaos timeline against an external `--target`, chaos
 /// after an overridden `--duration`), its problems name the option, and the report embeds the profile that ran.
-public struct ProfileOverrides: Sendable, Equatable {
+package struct ProfileOverrides: Sendable, Equatable {
     /// `--target`: a `ws://` or `wss://` URL, or `embedded`, as the profile's `target` is written.
-    public var target: String?
+    package var target: String?
     /// `--duration`, as the profile's `duration` is written (`10s`).
-    public var duration: String?
+    package var duration: String?
     /// `--seed`: the profile's `seed`.
-    public var seed: UInt64?
+    package var seed: UInt64?
     /// `--loops`: the profile's `loops`, in the decoded profile only. Threads are the host's business (the report's
     /// `host.loops` records them), and shards run with different `--loops` on different hosts must still merge,
     /// which needs equal documents.
-    public var loops: Int?
+    package var loops: Int?
 
-    public init(target: String? = nil, duration: String? = nil, seed: UInt64? = nil, loops: Int? = nil) {
+    package init(target: String? = nil, duration: String? = nil, seed: UInt64? = nil, loops: Int? = nil) {
         self.target = target
         self.duration = duration
         self.seed = seed

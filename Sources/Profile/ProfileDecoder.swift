@@ -73,12 +73,15 @@ public enum ProfileDecoder {
         return events
     }
 
+    /// Decodes a profile document. - Throws: ``ProfileError`` listing every problem.
+    public static func decode(_ bytes: [UInt8]) throws(ProfileError) -> Profile {
+        try decode(bytes, overrides: ProfileOverrides())
+    }
+
     /// Decodes a profile document with the command line's `overrides` written into it first, so the profile that
     /// will run is the one validated (and the one its ``Profile/document`` holds); a problem with an overridden
     /// value names the option. - Throws: ``ProfileError`` listing every problem.
-    public static func decode(
-        _ bytes: [UInt8], overrides: ProfileOverrides = ProfileOverrides()
-    ) throws(ProfileError) -> Profile {
+    package static func decode(_ bytes: [UInt8], overrides: ProfileOverrides) throws(ProfileError) -> Profile {
         guard bytes.count <= maximumSize else {
             throw ProfileError(problems: [ProfileProblem(
                 path: "", message: "the profile is \(bytes.count) bytes; the limit is \(maximumSize)", hint: nil)])

@@ -1,6 +1,7 @@
 import LoadEngine
 import Profile
 import Reporting
+import WebSocket
 
 /// A command-line mistake: reported with the option it concerns, exit code 64.
 struct UsageError: Error, CustomStringConvertible {
@@ -93,5 +94,26 @@ struct Arguments {
             throw UsageError("--\(name): \"\(text)\" is not a duration (use 500ms, 10s, 5m, 2h)")
         }
         return duration
+    }
+}
+
+extension Arguments {
+    /// The options of `run` and `validate` that replace a profile's own values.
+    static let profileOverrideOptions: Set<String> = ["target", "duration", "seed", "loops"]
+
+    /// The profile overrides given, checked as command-line syntax here (a malformed value exits 64); what they mean
+    /// for the profile (chaos against an external target, events after the duration) is the decoder's to check (65).
+    func profileOverrides() throws(UsageError) -> ProfileOverrides {
+        if let target = value("target"), target != "embedded" {
+            do {
+                _ = try WebSocketURL(target)
+            } catch {
+                throw UsageError("--target: \"\(target)\" is not a ws:// or wss:// URL (or \"embedded\")")
+            }
+        }
+        _ = try duration("duration")
+        return ProfileOverrides(
+            target: value("target"), duration: value("duration"), seed: try integer("seed", in: 0...Int.max).map { UInt64($0) },
+            loops: try integer("loops", in: 1...256))
     }
 }

@@ -4,7 +4,6 @@ import LoadEngine
 import Profile
 import Reporting
 import Runtime
-import WebSocket
 
 /// `wsload run PROFILE`: runs a load profile, shows progress, writes the JSON report, and exits with
 /// what held (thresholds) and what did not.
@@ -18,6 +17,10 @@ enum RunCommand: Subcommand {
         lines otherwise), and writes a JSON report atomically to the profile's report directory
         (Reports/runs by default) as <name>-<UTC time>.json. The first Ctrl-C stops gracefully and still
         writes the complete report (marked interrupted); a second exits at once.
+
+        --target, --duration, --seed and --loops replace the profile's own values before it is validated, so
+        the profile that runs is checked as a whole (a chaos timeline needs the embedded target; its events
+        must fall within the duration) and the report embeds it as it ran.
 
         USAGE: wsload run <profile.json> [options]
 
@@ -52,46 +55,31 @@ enum RunCommand: Subcommand {
             return .usage
         }
         let options: Arguments
-        var overrides: (duration: Duration?, seed: Int?, loops: Int?)
+        let overrides: ProfileOverrides
+        var shard: Shard?
         do {
             options = try Arguments(
-                Array(arguments.dropFirst()), valueOptions: ["target", "shard", "out", "report-dir", "duration", "seed", "loops", "hlog", "html"],
+                Array(arguments.dropFirst()),
+                valueOptions: Arguments.profileOverrideOptions.union(["shard", "out", "report-dir", "hlog", "html"]),
                 flagOptions: ["json", "quiet"])
-            overrides = (try options.duration("duration"), try options.integer("seed", in: 0...Int.max),
-                         try options.integer("loops", in: 1...256))
+            overrides = try options.profileOverrides()
+            if let text = options.value("shard") {
+                guard let parsed = Shard(parsing: text) else { throw UsageError("--shard: \"\(text)\" is not i/n with 1 ≤ i ≤ n ≤ 1000") }
+                shard = parsed
+            }
         } catch {
             output.printError("Error: \(error). See 'wsload run --help'.")
             return .usage
         }
-        var profile: Profile
-        switch loadProfile(path) {
+        // The overrides are part of the profile before it is validated: what runs is what was checked.
+        let profile: Profile
+        switch loadProfile(path, overrides: overrides) {
         case .failure(let failure):
             failure.print(to: output, path: path)
             return failure.exitCode
         case .success(let loaded):
             profile = loaded
         }
-        if let target = options.value("target") {
-            if target == "embedded" {
-                profile.target = .embedded
-            } else if let url = try? WebSocketURL(target) {
-                profile.target = .url(url)
-            } else {
-                output.printError("Error: --target: \"\(target)\" is not a ws:// or wss:// URL (or \"embedded\").")
-                return .usage
-            }
-        }
-        var shard: Shard?
-        if let text = options.value("shard") {
-            guard let parsed = Shard(parsing: text) else {
-                output.printError("Error: --shard: \"\(text)\" is not i/n with 1 ≤ i ≤ n ≤ 1000. See 'wsload run --help'.")
-                return .usage
-            }
-            shard = parsed
-        }
-        if let duration = overrides.duration { profile.duration = duration }
-        if let seed = overrides.seed { profile.seed = UInt64(seed) }
-        if let loops = overrides.loops { profile.loops = loops }
         let isQuiet = options.has("quiet")
         let display = ProgressDisplay(output: output, isTerminal: output.isErrorTerminal, isQuiet: isQuiet)
 

@@ -13,22 +13,37 @@ enum ValidateCommand: Subcommand {
         Checks everything a run would: unknown keys, kinds, ranges, durations, URLs, thresholds and
         references between them. Prints one line per problem and exits 65 if there is any.
 
-        USAGE: wsload validate <profile.json>
+        USAGE: wsload validate <profile.json> [options]
 
         ARGUMENTS:
           <profile.json>          The profile to check.
 
         OPTIONS:
+          --target <url>          Check it as run against this ws:// or wss:// URL (or "embedded").
+          --duration <duration>   Check it as run this long.
+          --seed <n>              Check it as run with this seed.
+          --loops <n>             Check it as run on this many event loops.
           -h, --help              Show help information.
+
+        The options mean what they mean to 'wsload run': validate checks the profile such a run would run.
 
         """
 
     static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
-        guard arguments.count == 1, let path = arguments.first, !path.hasPrefix("--") else {
+        guard let path = arguments.first, !path.hasPrefix("--") else {
             output.printError("Error: validate takes exactly one profile path. See 'wsload validate --help'.")
             return .usage
         }
-        switch loadProfile(path) {
+        let overrides: ProfileOverrides
+        do {
+            overrides = try Arguments(
+                Array(arguments.dropFirst()), valueOptions: Arguments.profileOverrideOptions, flagOptions: []
+            ).profileOverrides()
+        } catch {
+            output.printError("Error: \(error). See 'wsload validate --help'.")
+            return .usage
+        }
+        switch loadProfile(path, overrides: overrides) {
         case .failure(let failure):
             failure.print(to: output, path: path)
             return failure.exitCode
@@ -64,18 +79,25 @@ enum ProfileLoadFailure: Error {
     }
 }
 
-/// Reads and decodes a profile file (bounded: a profile is configuration).
-func loadProfile(_ path: String) -> Result<Profile, ProfileLoadFailure> {
+/// Reads and decodes a profile file (bounded: a profile is configuration), with the command line's overrides
+/// written into it before it is validated.
+func loadProfile(_ path: String, overrides: ProfileOverrides = ProfileOverrides()) -> Result<Profile, ProfileLoadFailure> {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
         return .failure(.unreadable("no such file"))
     }
     guard !isDirectory.boolValue else { return .failure(.unreadable("it is a directory")) }
     guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(.unreadable("permission denied")) }
+    // Closing a file only read from cannot lose anything: its error is safe to ignore.
     defer { try? handle.close() }
-    let data = (try? handle.read(upToCount: ProfileDecoder.maximumSize + 1)).flatMap { $0 } ?? Data()
+    let data: Data
     do {
-        return .success(try ProfileDecoder.decode(Array(data)))
+        data = try handle.read(upToCount: ProfileDecoder.maximumSize + 1) ?? Data()
+    } catch {
+        return .failure(.unreadable(error.localizedDescription))
+    }
+    do {
+        return .success(try ProfileDecoder.decode(Array(data), overrides: overrides))
     } catch {
         return .failure(.invalid(error))
     }

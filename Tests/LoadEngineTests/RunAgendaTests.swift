@@ -79,7 +79,7 @@ struct RunAgendaTests {
         var wakes = 0
         while true {
             let due = agenda.advance(to: elapsed)
-            if let step = due.ramps[0], step.target != targets.last { targets.append(step.target) }
+            if let step = due.ramps.first ?? nil, step.target != targets.last { targets.append(step.target) }
             if due.isOver { break }
             elapsed = agenda.nextDue
             wakes += 1

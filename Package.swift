@@ -31,12 +31,17 @@ let package = Package(
         .target(name: "EmbeddedServer", dependencies: ["Crypto", "HTTP1", "Profile", "Runtime", "WebSocket"], swiftSettings: swiftSettings),
         .target(
             name: "LoadEngine",
-            dependencies: ["Clients", "Crypto", "EmbeddedServer", "Histogram", "HTTP1", "JSON", "Lifecycle", "Profile", "Reporting", "Runtime", "WebSocket"],
+            dependencies: ["Clients", "Crypto", "Histogram", "HTTP1", "JSON", "Lifecycle", "Profile", "Reporting", "Runtime", "WebSocket"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RunHost",
+            dependencies: ["EmbeddedServer", "LoadEngine", "Profile", "Reporting", "Runtime", "WebSocket"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "WSLoadCLI",
-            dependencies: ["Runtime", "Clients", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LoadEngine", "Profile", "Reporting"],
+            dependencies: ["Runtime", "Clients", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LoadEngine", "Profile", "Reporting", "RunHost"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
@@ -57,13 +62,13 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
         .testTarget(
             name: "WSLoadCLITests",
-            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON", "LoadEngine", "Profile", "Reporting"]
+            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON", "LoadEngine", "Profile", "Reporting", "RunHost"]
         ),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "HistogramTests", dependencies: ["Crypto", "Histogram", "Runtime", "TestSupport"]),
         .testTarget(
             name: "LoadEngineTests",
-            dependencies: ["LoadEngine", "Crypto", "EmbeddedServer", "JSON", "Profile", "Reporting", "Histogram", "Runtime", "TestSupport", "WSLoadCLI"]
+            dependencies: ["LoadEngine", "Crypto", "EmbeddedServer", "JSON", "Profile", "Reporting", "Histogram", "Runtime", "RunHost", "TestSupport", "WSLoadCLI", "WebSocket"]
         ),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Lifecycle", "Profile", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),

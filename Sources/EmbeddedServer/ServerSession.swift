@@ -1,5 +1,6 @@
 import Crypto
 import HTTP1
+import Profile
 import Runtime
 import WebSocket
 

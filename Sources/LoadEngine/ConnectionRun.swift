@@ -1,6 +1,5 @@
 import Clients
 import Crypto
-import EmbeddedServer
 import Foundation
 import Profile
 import Runtime
@@ -109,6 +108,7 @@ final class ConnectionRun: @unchecked Sendable {
             let envelope = TypedEnvelope(
                 id: sequence, type: plan.websocket.typeName,
                 payload: String(decoding: plan.filler.prefix(size), as: UTF8.self))
+            // Encoding a number and two strings cannot fail (no floats, no custom encoders).
             return .text(String(decoding: (try? TypedEnvelope.encoder.encode(envelope)) ?? Data(), as: UTF8.self))
         }
         var bytes = Array(plan.filler.prefix(max(size, headerSize)))
@@ -171,6 +171,7 @@ final class ConnectionRun: @unchecked Sendable {
         recorder.bytesReceived += UInt64(message.byteCount)
         let reply: (sequence: UInt64, intended: UInt64)?
         if plan.websocket.pattern == .typed {
+            // A reply that does not decode is not ignored: it is counted as `typed_undecodable` below.
             if case .text(let text) = message, let envelope = try? TypedEnvelope.decoder.decode(TypedEnvelope.self, from: Data(text.utf8)) {
                 reply = inFlight.removeValue(forKey: envelope.id).map { (envelope.id, $0) }
                 if reply == nil { recorder.recordError("typed_unmatched") }
@@ -324,6 +325,7 @@ final class ConnectionRun: @unchecked Sendable {
             }
         }
         defer { timer.cancel() }
+        // A ping fails only when the connection ends under it; the reader records how it ended.
         if let roundTrip = try? await manager.sendPing() { recorder.pingRoundTrip.record(microseconds: roundTrip) }
     }
 

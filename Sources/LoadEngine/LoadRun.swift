@@ -1,6 +1,5 @@
 import Clients
 import Crypto
-import EmbeddedServer
 import Foundation
 import HTTP1
 import Histogram
@@ -31,10 +30,38 @@ public struct RunProgress: Sendable {
     public var stopTimeLeft: Duration = .zero
 }
 
-/// Runs a validated profile: starts the embedded server if asked, ramps each scenario's connections up
-/// and down on its own schedule, collects every loop's recorders once a second, checks abort
-/// thresholds, stops gracefully (closing handshakes, then cancellation after `gracefulStop`), and
-/// evaluates thresholds.
+/// Applies a chaos timeline's action to the server under load (the embedded server's, handed in by whoever
+/// started it) and says how many connections it hit.
+package protocol ChaosController: Sendable {
+    /// Applies `action`; `seed` picks the connections a fraction hits, so a seeded run hits the same ones.
+    func apply(_ action: ServerChaosAction, seed: UInt64) async -> Int
+}
+
+/// Where a run sends its load, resolved: the WebSocket URL, the HTTP origin transfer scenarios use, and, for
+/// a server in this process (the embedded one), its chaos controller.
+package struct RunTarget: Sendable {
+    package var url: WebSocketURL
+    /// `http(s)://host:port` that transfer paths are appended to.
+    package var httpOrigin: String
+    /// Applies the profile's chaos timeline; nil: the timeline is not applied (only the embedded server has one).
+    package var chaos: (any ChaosController)?
+    /// The server runs in this process: its sockets count against the same open-file limit as the clients'.
+    package var isInProcess: Bool
+
+    /// - Parameter httpOrigin: nil: the URL's scheme (`http` for `ws`, `https` for `wss`) and authority.
+    package init(url: WebSocketURL, httpOrigin: String? = nil, chaos: (any ChaosController)? = nil, isInProcess: Bool = false) {
+        self.url = url
+        self.httpOrigin = httpOrigin ?? (url.isSecure ? "https://" : "http://")
+            + url.description.dropFirst(url.isSecure ? 6 : 5).prefix { $0 != "/" }
+        self.chaos = chaos
+        self.isInProcess = isInProcess
+    }
+}
+
+/// Runs a validated profile against a resolved target: ramps each scenario's connections up and down on
+/// its own schedule, collects every loop's recorders once a second, checks abort thresholds, stops
+/// gracefully (closing handshakes, then cancellation after `gracefulStop`), and evaluates thresholds.
+/// The embedded server is not started here: `RunHost` starts it and hands its URL and chaos controller in.
 public struct LoadRun: Sendable {
     public var profile: Profile
     /// Where `auth.tokenEnv` is looked up.
@@ -59,7 +86,17 @@ public struct LoadRun: Sendable {
         self.onProgress = onProgress
     }
 
+    /// Runs a profile whose target is a URL. - Throws: ``LoadRunError`` for an `embedded` target (run it
+    /// with `RunHost`, which starts the server), a missing token, too few files.
     public func run() async throws -> RunResult {
+        guard case .url(let url) = profile.target else {
+            throw LoadRunError(description: "the embedded target needs the embedded server started first (RunHost does)")
+        }
+        return try await run(target: RunTarget(url: url))
+    }
+
+    /// Runs the profile against `target`, whatever the profile's own `target` says.
+    package func run(target: RunTarget) async throws -> RunResult {
         var seed = profile.seed ?? UInt64.random(in: 0...UInt64(Int64.max))
         var profile = self.profile
         if let shard { (profile, seed) = shard.slice(profile, seed: seed) }
@@ -69,46 +106,24 @@ public struct LoadRun: Sendable {
         let neededFiles = profile.scenarios.reduce(0) { total, scenario in
             let perSlot = scenario.transfer.map { $0.connectionsPerTransfer ?? $0.segments } ?? 1
             return total + scenario.websocket.connections * perSlot
-        } * (profile.target == .embedded ? 2 : 1)
+        } * (target.isInProcess ? 2 : 1)
         let openFiles = ResourceLimits.raiseOpenFileLimit()
         if neededFiles + 64 > openFiles {
             throw LoadRunError(description: "the profile needs about \(neededFiles) sockets but this process may open "
                 + "\(openFiles) files; lower the connections or split the run into shards")
         }
         let group = try EventLoopGroup(loopCount: loopCount)
-        var serverGroup: EventLoopGroup?
-        var server: EmbeddedServer?
-        let baseURL: WebSocketURL
-        do {
-            switch profile.target {
-            case .url(let url):
-                baseURL = url
-            case .embedded:
-                let servers = try EventLoopGroup(loopCount: loopCount)
-                serverGroup = servers
-                let embedded = try await EmbeddedServer.bind(ServerConfiguration(subprotocols: allSubprotocols), on: servers)
-                server = embedded
-                baseURL = try WebSocketURL(embedded.url)
-            }
-        } catch {
-            _ = group.shutdown()
-            _ = serverGroup?.shutdown()
-            throw LoadRunError(description: "could not start the embedded server: \(error)")
-        }
         let plans: [ScenarioPlan]
         var scratchDirectories: [String] = []
         do {
-            let origin = server.map(\.httpURL) ?? (baseURL.isSecure ? "https://" : "http://") + baseURL.description
-                .dropFirst(baseURL.isSecure ? 6 : 5).prefix { $0 != "/" }
-            plans = try makePlans(profile, baseURL: baseURL, httpOrigin: origin, isEmbedded: server != nil, token: token,
-                                  seed: seed, random: &random, scratch: &scratchDirectories)
+            plans = try makePlans(profile, baseURL: target.url, httpOrigin: target.httpOrigin, token: token, seed: seed,
+                                  random: &random, scratch: &scratchDirectories)
         } catch {
-            for directory in scratchDirectories { try? FileManager.default.removeItem(atPath: directory) }
+            removeScratch(scratchDirectories)
             _ = group.shutdown()
-            _ = serverGroup?.shutdown()
             throw error
         }
-        defer { for directory in scratchDirectories { try? FileManager.default.removeItem(atPath: directory) } }
+        defer { removeScratch(scratchDirectories) }
         // The coordinator gets a thread of its own: ramps, gathers, progress and aborts keep their pace
         // even when the global pool is busy (or blocked by whatever else shares the process).
         let control: EventLoop
@@ -116,52 +131,47 @@ public struct LoadRun: Sendable {
             control = try EventLoop(index: group.loops.count)
         } catch {
             _ = group.shutdown()
-            _ = serverGroup?.shutdown()
             throw LoadRunError(description: "could not start the control loop: \(error)")
         }
-        let result = await withTaskGroup(of: Void.self) { serverTasks -> RunResult in
-            if let server { serverTasks.addTask(executorPreference: server.taskExecutor) { await server.run() } }
-            var coordinator = Coordinator(
-                profile: profile, plans: plans, group: group, random: random, shutdown: shutdown,
-                onProgress: onProgress, seed: seed, faults: faults)
-            if let server {
-                coordinator.chaosHandler = { action, seed in await server.perform(action, seed: seed) }
-            }
-            let result = await withTaskExecutorPreference(control.taskExecutor) { await coordinator.run() }
-            serverTasks.cancelAll()
-            return result
-        }
+        var coordinator = Coordinator(
+            profile: profile, plans: plans, group: group, control: control, random: random, shutdown: shutdown,
+            onProgress: onProgress, seed: seed, faults: faults, chaos: target.chaos)
+        var outcome = await withTaskExecutorPreference(control.taskExecutor) { await coordinator.run() }
         _ = control.shutdown()
-        var final = result
-        final.shard = shard
-        let leak = faults.leakHandle ? try? await group.loops[0].submit { [loop = group.loops[0]] in
+        let leak = faults.leakHandle ? await onLoop(group.loops[0]) { [loop = group.loops[0]] in
             ScheduledTimer(on: loop, after: .seconds(3600)) {}
         } : nil
         // Let the loops run the close callbacks of what the run just closed before counting.
-        for _ in 0..<3 { for loop in group.loops { _ = try? await loop.submit {} } }
-        final.liveHandlesAfterStop = group.liveHandleCount
-        final.waitingTasksAfterStop = group.waitingTaskCount
+        for _ in 0..<3 { for loop in group.loops { await onLoop(loop) {} } }
+        let liveHandlesAfterStop = group.liveHandleCount
+        let waitingTasksAfterStop = group.waitingTaskCount
         leak?.cancel()
-        checkNoTemporaryFiles(plans, into: &final.invariants)
-        let isClean = final.liveHandlesAfterStop == 0 && final.waitingTasksAfterStop == 0
-        final.invariants.checked[Invariant.cancellation.rawValue, default: 0] += 1
+        checkNoTemporaryFiles(plans, into: &outcome.invariants)
+        let isClean = liveHandlesAfterStop == 0 && waitingTasksAfterStop == 0
+        outcome.invariants.checked[Invariant.cancellation.rawValue, default: 0] += 1
         if !isClean {
-            final.invariants.violations[Invariant.cancellation.rawValue, default: 0] += 1
-            final.invariants.examples[Invariant.cancellation.rawValue, default: []].append(.init(
-                actor: -1, scenario: "", detail: "\(final.liveHandlesAfterStop) runtime handles open and "
-                    + "\(final.waitingTasksAfterStop) tasks waiting after every connection ended", history: []))
+            outcome.invariants.violations[Invariant.cancellation.rawValue, default: 0] += 1
+            outcome.invariants.examples[Invariant.cancellation.rawValue, default: []].append(.init(
+                actor: -1, scenario: "", detail: "\(liveHandlesAfterStop) runtime handles open and "
+                    + "\(waitingTasksAfterStop) tasks waiting after every connection ended", history: []))
         }
         _ = group.shutdown()
-        _ = serverGroup?.shutdown()
-        return final
+        return RunResult(
+            profile: profile, seed: seed, loops: group.loops.count, startedAt: outcome.startedAt, endedAt: outcome.endedAt,
+            elapsed: outcome.elapsed, interruptedBy: shutdown?.signal.map { $0 == 0 ? "request" : signalName($0) },
+            abortedBy: outcome.abortedBy, scenarios: outcome.scenarios, total: outcome.total, intervals: outcome.intervals,
+            unfinishedConnections: outcome.unfinishedConnections, liveHandlesAfterStop: liveHandlesAfterStop,
+            waitingTasksAfterStop: waitingTasksAfterStop, shard: shard, mergedFrom: [], invariants: outcome.invariants,
+            chaos: outcome.chaos, reconnectStorm: outcome.reconnectStorm)
     }
 
-    private var allSubprotocols: [String] {
-        var seen: [String] = []
-        for scenario in profile.scenarios {
-            for name in scenario.websocket.subprotocols where !seen.contains(name) { seen.append(name) }
+    /// Removes the run's scratch directories (transfer downloads without a `directory`).
+    private func removeScratch(_ directories: [String]) {
+        for directory in directories {
+            // Best effort: a scratch directory under the temporary directory that cannot be removed is left to
+            // the system's cleanup; the run's result does not depend on it.
+            try? FileManager.default.removeItem(atPath: directory)
         }
-        return seen
     }
 
     private func resolveToken() throws -> String? {
@@ -209,7 +219,7 @@ public struct LoadRun: Sendable {
     /// The transfer side of a download or upload scenario: the URL, a directory, the expected digest, the
     /// file to upload.
     private func makeTransferPlan(
-        _ scenario: Scenario, index: Int, httpOrigin: String, isEmbedded: Bool, token: String?, seed: UInt64,
+        _ scenario: Scenario, index: Int, httpOrigin: String, token: String?, seed: UInt64,
         scratch: inout [String]
     ) throws -> TransferPlan {
         let transfer = scenario.transfer!
@@ -230,7 +240,12 @@ public struct LoadRun: Sendable {
         if let token, case .query(let name)? = profile.authentication?.placement {
             urlText += (urlText.contains("?") ? "&" : "?") + "\(name)=\(token)"
         }
-        guard let url = try? HTTPURL(urlText) else { throw LoadRunError(description: "\(path): \"\(urlText)\" is not an http(s) URL") }
+        let url: HTTPURL
+        do {
+            url = try HTTPURL(urlText)
+        } catch {
+            throw LoadRunError(description: "\(path): \"\(urlText)\" is not an http(s) URL (\(error))")
+        }
         var configuration = TransferConfiguration()
         if url.isSecure || profile.tls.caFile != nil || profile.tls.isInsecure {
             do {
@@ -262,7 +277,11 @@ public struct LoadRun: Sendable {
             directory = chosen
         } else {
             directory = NSTemporaryDirectory() + "wsload-run-\(getpid())-\(index)-\(UInt32.random(in: 0...UInt32.max))"
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try FileSystem.createDirectories(directory)
+            } catch {
+                throw LoadRunError(description: "\(path): cannot create a scratch directory: \(error)")
+            }
             scratch.append(directory)
         }
         var uploadFile = transfer.file
@@ -292,7 +311,7 @@ public struct LoadRun: Sendable {
     }
 
     private func makePlans(
-        _ profile: Profile, baseURL: WebSocketURL, httpOrigin: String, isEmbedded: Bool, token: String?, seed: UInt64,
+        _ profile: Profile, baseURL: WebSocketURL, httpOrigin: String, token: String?, seed: UInt64,
         random: inout SeededRandomNumberGenerator, scratch: inout [String]
     ) throws -> [ScenarioPlan] {
         var tlsContext: TLSContext?
@@ -311,8 +330,8 @@ public struct LoadRun: Sendable {
         for index in filler.indices { filler[index] = alphabet[Int(random.next() % UInt64(alphabet.count))] }
         return try profile.scenarios.enumerated().map { index, scenario in
             if scenario.kind != .websocket {
-                let transfer = try makeTransferPlan(scenario, index: index, httpOrigin: httpOrigin, isEmbedded: isEmbedded,
-                                                    token: token, seed: seed, scratch: &scratch)
+                let transfer = try makeTransferPlan(scenario, index: index, httpOrigin: httpOrigin, token: token, seed: seed,
+                                                    scratch: &scratch)
                 return ScenarioPlan(index: index, scenario: scenario, url: baseURL, configuration: .init(), filler: [],
                                     transfer: transfer, stopBound: profile.gracefulStop)
             }

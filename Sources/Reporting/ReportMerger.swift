@@ -94,10 +94,7 @@ public enum ReportMerger {
                 merged.profile.scenarios[position] = merged.scenarios[index].scenario
             }
         }
-        merged.thresholds = ThresholdEvaluator.evaluate(
-            merged.profile.thresholds, total: merged.total,
-            scenarios: merged.scenarios.map { ($0.scenario.name, $0.metrics) },
-            seconds: min(merged.elapsed, merged.profile.duration).seconds)
+        merged.evaluateThresholds()
         return merged
     }
 

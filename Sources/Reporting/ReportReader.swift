@@ -92,38 +92,39 @@ public struct LoadedReport: Sendable {
                 liveConnections: entry["connections"]?.integerValue ?? 0,
                 metrics: try reader.metrics(try reader.value(entry, "metrics", at: path), at: path + ".metrics")))
         }
-        let thresholds = ThresholdEvaluator.evaluate(
-            profile.thresholds, total: total, scenarios: scenarios.map { ($0.scenario.name, $0.metrics) },
-            seconds: min(elapsed, profile.duration.seconds))
-        result = RunResult(
-            profile: profile, seed: seed, loops: document["host"]?["loops"]?.integerValue ?? 0, startedAt: started,
-            endedAt: ended, elapsed: .milliseconds(Int64((elapsed * 1000).rounded())),
-            interruptedBy: run["interruptedBy"]?.stringValue, abortedBy: run["abortedBy"]?.stringValue,
-            scenarios: scenarios, total: total, intervals: intervals, thresholds: thresholds,
-            unfinishedConnections: run["unfinishedConnections"]?.integerValue ?? 0,
-            liveHandlesAfterStop: run["liveHandlesAfterStop"]?.integerValue ?? 0,
-            waitingTasksAfterStop: run["waitingTasksAfterStop"]?.integerValue ?? 0, shard: shard,
-            mergedFrom: run["mergedFrom"]?.arrayValue?.compactMap(\.stringValue) ?? [])
-        if let invariants = document["invariants"] {
+        var invariants = InvariantReport()
+        if let json = document["invariants"] {
             do {
-                result.invariants = try InvariantReport(json: invariants, path: "invariants")
+                invariants = try InvariantReport(json: json, path: "invariants")
             } catch {
                 throw reader.error(error.path, error.reason)
             }
         }
         // Optional extras: read when well-formed (they do not change any figure a merge computes).
+        var chaos: [RunResult.ChaosRecord] = []
         for entry in document["chaos"]?.arrayValue ?? [] {
             guard let at = entry["at"]?.numberValue, let firedAt = entry["firedAt"]?.numberValue,
                 let action = entry["action"]?.stringValue, let affected = entry["affected"]?.integerValue
             else { continue }
-            result.chaos.append(.init(at: .milliseconds(Int64((at * 1000).rounded())),
-                                      firedAt: .milliseconds(Int64((firedAt * 1000).rounded())), action: action, affected: affected))
+            chaos.append(.init(at: .milliseconds(Int64((at * 1000).rounded())),
+                               firedAt: .milliseconds(Int64((firedAt * 1000).rounded())), action: action, affected: affected))
         }
+        var reconnectStorm: RunResult.ReconnectStorm?
         if let storm = run["reconnectStorm"], let reconnects = storm["peakReconnectsPer100ms"]?.integerValue,
             let drops = storm["peakDropsPer100ms"]?.integerValue
         {
-            result.reconnectStorm = .init(peakReconnectsPer100ms: UInt64(reconnects), peakDropsPer100ms: UInt64(drops))
+            reconnectStorm = .init(peakReconnectsPer100ms: UInt64(reconnects), peakDropsPer100ms: UInt64(drops))
         }
+        result = RunResult(
+            profile: profile, seed: seed, loops: document["host"]?["loops"]?.integerValue ?? 0, startedAt: started,
+            endedAt: ended, elapsed: .milliseconds(Int64((elapsed * 1000).rounded())),
+            interruptedBy: run["interruptedBy"]?.stringValue, abortedBy: run["abortedBy"]?.stringValue,
+            scenarios: scenarios, total: total, intervals: intervals,
+            unfinishedConnections: run["unfinishedConnections"]?.integerValue ?? 0,
+            liveHandlesAfterStop: run["liveHandlesAfterStop"]?.integerValue ?? 0,
+            waitingTasksAfterStop: run["waitingTasksAfterStop"]?.integerValue ?? 0, shard: shard,
+            mergedFrom: run["mergedFrom"]?.arrayValue?.compactMap(\.stringValue) ?? [], invariants: invariants,
+            chaos: chaos, reconnectStorm: reconnectStorm)
     }
 }
 

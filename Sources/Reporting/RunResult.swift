@@ -3,6 +3,7 @@ import Profile
 
 /// The outcome of a run, ready to be written as a report.
 public struct RunResult: Sendable {
+    /// One report interval: its span of the run, the connections live at its end, and what it measured.
     public struct Interval: Sendable {
         public var start: Duration
         public var end: Duration
@@ -17,11 +18,13 @@ public struct RunResult: Sendable {
         }
     }
 
+    /// One scenario's share of the run: the scenario as it ran (a shard's connections) and its metrics.
     public struct ScenarioResult: Sendable {
         public var scenario: Scenario
         public var metrics: MetricSet
-        /// The highest connection target the coordinator's ticks followed: the ramp's top, unless a starved
-        /// coordinator reached the end of the run first. Not part of the report (0 for a report read back).
+        /// The highest connection target the coordinator followed: the ramp's top within the run's duration
+        /// (a coordinator that woke late still follows every step due before the end). Not part of the report
+        /// (0 for a report read back).
         public var peakTarget = 0
 
         package init(scenario: Scenario, metrics: MetricSet, peakTarget: Int = 0) {
@@ -31,6 +34,7 @@ public struct RunResult: Sendable {
         }
     }
 
+    /// One threshold of the profile, with the value it was checked against.
     public struct ThresholdResult: Sendable {
         public var threshold: Threshold
         /// nil when the metric had no samples (a latency threshold then passes vacuously).
@@ -74,11 +78,14 @@ public struct RunResult: Sendable {
     /// How synchronized reconnects were, when there were any.
     public var reconnectStorm: ReconnectStorm?
 
+    /// The one way a result is assembled — by the run's coordinator and by the report reader — so a new field
+    /// is a new parameter both must pass. Thresholds are not passed: they are evaluated here, against the
+    /// totals over the planned part of the run (``evaluateThresholds()``).
     package init(
         profile: Profile, seed: UInt64, loops: Int, startedAt: Date, endedAt: Date, elapsed: Duration,
-        interruptedBy: String? = nil, abortedBy: String? = nil, scenarios: [ScenarioResult], total: MetricSet,
-        intervals: [Interval], thresholds: [ThresholdResult], unfinishedConnections: Int, liveHandlesAfterStop: Int,
-        waitingTasksAfterStop: Int, shard: Shard? = nil, mergedFrom: [String] = [], invariants: InvariantReport = InvariantReport()
+        interruptedBy: String?, abortedBy: String?, scenarios: [ScenarioResult], total: MetricSet, intervals: [Interval],
+        unfinishedConnections: Int, liveHandlesAfterStop: Int, waitingTasksAfterStop: Int, shard: Shard?,
+        mergedFrom: [String], invariants: InvariantReport, chaos: [ChaosRecord], reconnectStorm: ReconnectStorm?
     ) {
         self.profile = profile
         self.seed = seed
@@ -91,13 +98,25 @@ public struct RunResult: Sendable {
         self.scenarios = scenarios
         self.total = total
         self.intervals = intervals
-        self.thresholds = thresholds
+        self.thresholds = []
         self.unfinishedConnections = unfinishedConnections
         self.liveHandlesAfterStop = liveHandlesAfterStop
         self.waitingTasksAfterStop = waitingTasksAfterStop
         self.shard = shard
         self.mergedFrom = mergedFrom
         self.invariants = invariants
+        self.chaos = chaos
+        self.reconnectStorm = reconnectStorm
+        evaluateThresholds()
+    }
+
+    /// Evaluates the profile's thresholds against the totals, per second of the planned duration at most (a
+    /// run that overran its duration while stopping is not credited the extra time). Called again by whatever
+    /// changes the totals (a merge).
+    package mutating func evaluateThresholds() {
+        thresholds = ThresholdEvaluator.evaluate(
+            profile.thresholds, total: total, scenarios: scenarios.map { ($0.scenario.name, $0.metrics) },
+            seconds: min(elapsed, profile.duration).seconds)
     }
 
     /// The busiest 100 ms of reconnect attempts against the busiest 100 ms of unintended drops. Without

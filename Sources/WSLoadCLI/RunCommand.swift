@@ -3,6 +3,7 @@ import JSON
 import LoadEngine
 import Profile
 import Reporting
+import RunHost
 import Runtime
 
 /// `wsload run PROFILE`: runs a load profile, shows progress, writes the JSON report, and exits with
@@ -94,7 +95,7 @@ enum RunCommand: Subcommand {
         let outcome: Result<RunResult, any Error>
         do {
             let result = try await withShutdownSignals(on: signalLoop) { shutdown in
-                try await LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0) }).run()
+                try await RunHost(LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0) })).run()
             }
             outcome = .success(result)
         } catch {

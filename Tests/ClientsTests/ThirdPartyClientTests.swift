@@ -2,6 +2,7 @@ import Crypto
 import EmbeddedServer
 import Foundation
 import JSON
+import Profile
 import Runtime
 import TestSupport
 import Testing

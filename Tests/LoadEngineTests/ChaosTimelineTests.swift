@@ -15,7 +15,7 @@ func runUntil(_ text: String, shard: Shard? = nil, _ done: @escaping @Sendable (
     let stop = GracefulShutdown()
     return try await LoadRun(profile: try profile(text), shutdown: stop, shard: shard, onProgress: { progress in
         if !progress.isStopping && done(progress) { stop.request() }
-    }).run()
+    }).hostedRun()
 }
 
 /// A value set from one task and read from another.

@@ -20,7 +20,7 @@ struct InvariantExampleCapTests {
         return try await LoadRun(profile: try profile("""
             {"version": 1, "name": "cap", "target": "embedded", "duration": "20s", "seed": 6,
              "scenarios": [{"name": "s", "pattern": "echo", "connections": 8, "messagesPerConnection": 2}]}
-            """), faults: faults).run()
+            """), faults: faults).hostedRun()
     }
 
     private func examples(_ report: JSONValue) throws -> [JSONValue] {

@@ -46,9 +46,9 @@ struct ReportToolsTests {
             {"version": 1, "name": "sharded", "target": "embedded", "duration": "20s", "seed": 4,
              "scenarios": [{"name": "s", "pattern": "echo", "connections": 11, "messagesPerConnection": 20}]}
             """
-        let whole = try await LoadRun(profile: try profile(text)).run()
-        let first = try await LoadRun(profile: try profile(text), shard: Shard(index: 0, count: 2)).run()
-        let second = try await LoadRun(profile: try profile(text), shard: Shard(index: 1, count: 2)).run()
+        let whole = try await LoadRun(profile: try profile(text)).hostedRun()
+        let first = try await LoadRun(profile: try profile(text), shard: Shard(index: 0, count: 2)).hostedRun()
+        let second = try await LoadRun(profile: try profile(text), shard: Shard(index: 1, count: 2)).hostedRun()
         #expect(try #require(first.scenarios.first).scenario.websocket.connections == 5)
         #expect(try #require(second.scenarios.first).scenario.websocket.connections == 6)
         let merged = try ReportMerger.merge([try loaded(first, source: "a.json"), try loaded(second, source: "b.json")])

@@ -1,6 +1,7 @@
 import LoadEngine
 import Profile
 import Reporting
+import RunHost
 import Runtime
 import Testing
 @testable import WSLoadCLI
@@ -12,7 +13,7 @@ struct ChaosSummaryTests {
         let connections = 6
         // The run stops once both events fired and every connection is back (30 s is only the bound).
         let stop = GracefulShutdown()
-        let result = try await LoadRun(profile: try ProfileDecoder.decode(Array("""
+        let result = try await RunHost(LoadRun(profile: try ProfileDecoder.decode(Array("""
             {"version": 1, "name": "summary-chaos", "target": "embedded", "duration": "30s", "seed": 3, "loops": 1,
              "scenarios": [{"name": "s", "pattern": "idle", "connections": \(connections), "pingInterval": "10s",
                             "reconnect": {"initial": "50ms", "max": "100ms", "jitter": "none", "maxAttempts": 50}}],
@@ -24,7 +25,7 @@ struct ChaosSummaryTests {
                 && (reconnected || progress.elapsed >= .seconds(15)) {
                 stop.request()
             }
-        }).run()
+        })).run()
         try #require(result.chaos.count == 2, "both events fired: \(result.chaos)")
         let reset = result.chaos[0]
         let kill = result.chaos[1]

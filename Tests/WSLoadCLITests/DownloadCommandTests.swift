@@ -4,6 +4,7 @@ import EmbeddedServer
 import Foundation
 import HTTP1
 import JSON
+import Profile
 import Runtime
 import TestSupport
 import Testing

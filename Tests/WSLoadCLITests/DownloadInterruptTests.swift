@@ -2,6 +2,7 @@ import Clients
 import Crypto
 import EmbeddedServer
 import Foundation
+import Profile
 import Runtime
 import TestSupport
 import Testing

@@ -3,6 +3,7 @@ import Crypto
 import EmbeddedServer
 import Foundation
 import HTTP1
+import Profile
 import Runtime
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Crypto
 import EmbeddedServer
 import Foundation
+import Profile
 import TestSupport
 import Testing
 

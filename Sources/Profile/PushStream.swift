@@ -1,5 +1,3 @@
-import Runtime
-
 /// The embedded server's push stream, for the `receive` pattern: a WebSocket opened on
 /// `/push?interval=10ms&size=64` gets a binary message every `interval` (1ms–1h, default 100ms) of
 /// `size` bytes (24 B–1 MiB, default 64): `WSLPUSH1`, a sequence number from 0 and the server's

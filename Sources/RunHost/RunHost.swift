@@ -1,0 +1,67 @@
+import EmbeddedServer
+import LoadEngine
+import Profile
+import Reporting
+import Runtime
+import WebSocket
+
+/// Runs a ``LoadRun`` where its profile says: for an `embedded` target, starts the embedded server (with
+/// every subprotocol the profile's scenarios ask for) on loops of its own, hands the run its URL, HTTP
+/// origin and chaos controller, and stops it afterwards; a URL target runs as it is.
+///
+/// The composition layer the engine does not contain: `LoadEngine` knows a target and a ``ChaosController``,
+/// never the server.
+public struct RunHost: Sendable {
+    public var run: LoadRun
+
+    public init(_ run: LoadRun) { self.run = run }
+
+    /// Runs the load. - Throws: ``LoadRunError`` when the embedded server cannot start, or whatever
+    /// ``LoadRun/run()`` throws.
+    public func run() async throws -> RunResult {
+        guard run.profile.target == .embedded else { return try await run.run() }
+        let servers: EventLoopGroup
+        let server: EmbeddedServer
+        let url: WebSocketURL
+        do {
+            servers = try EventLoopGroup(loopCount: run.profile.loops ?? EventLoopGroup.defaultLoopCount)
+        } catch {
+            throw LoadRunError(description: "could not start the embedded server: \(error)")
+        }
+        do {
+            server = try await EmbeddedServer.bind(ServerConfiguration(subprotocols: subprotocols), on: servers)
+            url = try WebSocketURL(server.url)
+        } catch {
+            _ = servers.shutdown()
+            throw LoadRunError(description: "could not start the embedded server: \(error)")
+        }
+        let target = RunTarget(url: url, httpOrigin: server.httpURL, chaos: EmbeddedChaos(server: server), isInProcess: true)
+        let outcome = await withTaskGroup(of: Void.self) { serverTasks -> Result<RunResult, any Error> in
+            serverTasks.addTask(executorPreference: server.taskExecutor) { await server.run() }
+            defer { serverTasks.cancelAll() }
+            do {
+                return .success(try await run.run(target: target))
+            } catch {
+                return .failure(error)
+            }
+        }
+        _ = servers.shutdown()
+        return try outcome.get()
+    }
+
+    /// Every subprotocol any scenario asks for, in first-seen order: the server accepts them all.
+    private var subprotocols: [String] {
+        var seen: [String] = []
+        for scenario in run.profile.scenarios {
+            for name in scenario.websocket.subprotocols where !seen.contains(name) { seen.append(name) }
+        }
+        return seen
+    }
+}
+
+/// The embedded server as the run's chaos controller.
+private struct EmbeddedChaos: ChaosController {
+    let server: EmbeddedServer
+
+    func apply(_ action: ServerChaosAction, seed: UInt64) async -> Int { await server.perform(action, seed: seed) }
+}

@@ -109,7 +109,7 @@ struct Coordinator {
         let (recent, perScenario, _) = await gather()
         add(recent, perScenario)
         intervals.append(.init(start: intervalStart, end: elapsed, liveConnections: 0, metrics: currentInterval))
-        if unfinished > 0 { total.counters["ws.unfinished_at_stop", default: 0] += UInt64(unfinished) }
+        if unfinished > 0 { total.counters[Metric.unfinishedAtStop.name, default: 0] += UInt64(unfinished) }
         let thresholds = ThresholdEvaluator.evaluate(
             profile.thresholds, total: total, scenarios: namedTotals, seconds: min(elapsed, profile.duration).seconds)
         var result = RunResult(

@@ -1,6 +1,7 @@
 /// A pass/fail criterion on a metric, written `METRIC[{scenario=NAME}] STATISTIC OP VALUE`, e.g.
 /// `ws.message_rtt p99 < 50ms`, `errors rate < 0.1%`, `ws.connect{scenario=chat} p95 < 200ms`.
 public struct Threshold: Sendable, Equatable {
+    /// What a threshold asks of its metric: a percentile, a summary figure, a count, a rate.
     public enum Statistic: Sendable, Equatable, CustomStringConvertible {
         case percentile(Double)
         case mean, minimum, maximum, standardDeviation, count
@@ -23,6 +24,7 @@ public struct Threshold: Sendable, Equatable {
         }
     }
 
+    /// How the actual value must relate to the limit.
     public enum Comparison: String, Sendable, CaseIterable {
         case less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
 

@@ -4,6 +4,7 @@ import Profile
 
 /// One side of a comparison: one run, or several repeated runs of one configuration.
 public struct ComparisonSide: Sendable {
+    /// One run of a side: its totals, its length and its interval series.
     public struct Run: Sendable {
         public var metrics: MetricSet
         /// The measured duration, for rates.
@@ -72,6 +73,7 @@ struct Sample {
 
 /// A statistic compared between base and head.
 public struct ComparisonRow: Sendable {
+    /// Which way of change is an improvement.
     public enum Direction: Sendable { case lowerIsBetter, higherIsBetter }
 
     public var metric: String

@@ -174,9 +174,9 @@ final class ConnectionRun: @unchecked Sendable {
             // A reply that does not decode is not ignored: it is counted as `typed_undecodable` below.
             if case .text(let text) = message, let envelope = try? TypedEnvelope.decoder.decode(TypedEnvelope.self, from: Data(text.utf8)) {
                 reply = inFlight.removeValue(forKey: envelope.id).map { (envelope.id, $0) }
-                if reply == nil { recorder.recordError("typed_unmatched") }
+                if reply == nil { recorder.recordError(EngineErrorCode.typedUnmatched) }
             } else {
-                recorder.recordError("typed_undecodable")
+                recorder.recordError(EngineErrorCode.typedUndecodable)
                 reply = nil
             }
         } else {
@@ -184,7 +184,7 @@ final class ConnectionRun: @unchecked Sendable {
             case .binary(let bytes): reply = EchoPayload.read(bytes, isText: false).map { ($0.sequence, $0.intendedNanoseconds) }
             case .text(let text): reply = EchoPayload.read(text.utf8, isText: true).map { ($0.sequence, $0.intendedNanoseconds) }
             }
-            if reply == nil { recorder.recordError("echo_mismatch") }
+            if reply == nil { recorder.recordError(EngineErrorCode.echoMismatch) }
         }
         guard let reply else { return }
         outstanding = max(0, outstanding - 1)
@@ -199,7 +199,7 @@ final class ConnectionRun: @unchecked Sendable {
             recorder.messagesLost += reply.sequence - expectedReply
             expectedReply = reply.sequence + 1
         } else {
-            recorder.recordError("echo_out_of_order")
+            recorder.recordError(EngineErrorCode.echoOutOfOrder)
         }
     }
 
@@ -320,7 +320,7 @@ final class ConnectionRun: @unchecked Sendable {
         let timer = ScheduledTimer(on: loop, after: timeout) {
             manager.assumeIsolated { manager in
                 guard manager.state == .open else { return }
-                recorder.recordError("pong_timeout")
+                recorder.recordError(WebSocketClientError.Code.pongTimeout)
                 manager.abort(reason: "no pong within \(timeout)")
             }
         }
@@ -333,7 +333,7 @@ final class ConnectionRun: @unchecked Sendable {
     private func ended(by error: WebSocketClientError) -> VirtualUser.Ending {
         if isStopping { return .stopped }
         if isBudgetSpent && error.code == .notConnected { return .finished }
-        if error.code != .notConnected { recorder.recordError(error.code.rawValue) }
+        if error.code != .notConnected { recorder.recordError(error.code) }
         return .dropped
     }
 }

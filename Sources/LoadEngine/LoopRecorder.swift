@@ -1,3 +1,4 @@
+import Clients
 import Histogram
 import Profile
 import Reporting
@@ -40,7 +41,7 @@ final class LoopRecorder: @unchecked Sendable {
     var transferRestarts: UInt64 = 0
     var transferBytesReceived: UInt64 = 0
     var transferBytesSent: UInt64 = 0
-    /// Final HTTP response statuses (`http.status.<code>` counters).
+    /// Final HTTP response statuses (the ``MetricFamily/httpStatus`` counters).
     var statuses: [Int: UInt64] = [:]
     var disconnects: [UInt16: UInt64] = [:]
     var errors: [String: UInt64] = [:]
@@ -53,7 +54,35 @@ final class LoopRecorder: @unchecked Sendable {
     /// The 100 ms slot of the loop clock a storm event falls in.
     static func tick(_ instant: LoopClock.Instant) -> UInt64 { instant.nanoseconds / 100_000_000 }
 
-    func recordError(_ code: String) { errors[code, default: 0] += 1 }
+    /// Counts an error the engine itself found.
+    func recordError(_ code: EngineErrorCode) { errors[code.rawValue, default: 0] += 1 }
+
+    /// Counts a WebSocket client's failure by its stable code.
+    func recordError(_ code: WebSocketClientError.Code) { errors[code.rawValue, default: 0] += 1 }
+
+    /// Counts a failed transfer by its metric code (the runtime's for I/O failures, else the transfer's).
+    func recordError(_ error: TransferError) { errors[error.metricCode, default: 0] += 1 }
+
+    /// Which histogram field feeds which catalogue metric.
+    static let histograms: [(Metric, ReferenceWritableKeyPath<LoopRecorder, Histogram> & Sendable)] = [
+        (.connect, \.connect), (.tlsHandshake, \.tlsHandshake), (.upgrade, \.upgrade),
+        (.messageRoundTrip, \.messageRoundTrip), (.pingRoundTrip, \.pingRoundTrip),
+        (.reconnectRecovery, \.reconnectRecovery), (.messageGap, \.messageGap), (.stopDuration, \.stopDuration),
+        (.timeToFirstByte, \.timeToFirstByte), (.transferDuration, \.transferDuration), (.throughput, \.throughput),
+    ]
+
+    /// Which counter field feeds which catalogue metric.
+    static let counters: [(Metric, ReferenceWritableKeyPath<LoopRecorder, UInt64> & Sendable)] = [
+        (.connectAttempts, \.connectAttempts), (.connectionsOpened, \.connectionsOpened),
+        (.messagesSent, \.messagesSent), (.messagesReceived, \.messagesReceived),
+        (.bytesSent, \.bytesSent), (.bytesReceived, \.bytesReceived), (.reconnects, \.reconnects),
+        (.messagesLost, \.messagesLost), (.messagesDropped, \.messagesDropped),
+        (.messagesScheduled, \.messagesScheduled), (.messagesMissed, \.messagesMissed),
+        (.transfersStarted, \.transfersStarted), (.transfersCompleted, \.transfersCompleted),
+        (.transfersFailed, \.transfersFailed), (.transferRetries, \.transferRetries),
+        (.transferResumes, \.transferResumes), (.transferRestarts, \.transferRestarts),
+        (.transferBytesReceived, \.transferBytesReceived), (.transferBytesSent, \.transferBytesSent),
+    ]
 
     /// A client's task is ending: if the run (or a ramp-down) had stopped it, how long it took, checked
     /// against `gracefulStop` (the cancellation invariant's per-actor bound).
@@ -68,32 +97,15 @@ final class LoopRecorder: @unchecked Sendable {
     /// Everything recorded since the last snapshot (counters and histograms restart from zero).
     func takeSnapshot() -> RecorderSnapshot {
         var metrics = MetricSet()
-        let histograms: [(String, ReferenceWritableKeyPath<LoopRecorder, Histogram>)] = [
-            ("ws.connect", \.connect), ("ws.tls_handshake", \.tlsHandshake), ("ws.upgrade", \.upgrade),
-            ("ws.message_rtt", \.messageRoundTrip), ("ws.ping_rtt", \.pingRoundTrip),
-            ("ws.reconnect_recovery", \.reconnectRecovery), ("ws.message_gap", \.messageGap),
-            ("ws.stop_duration", \.stopDuration), ("http.ttfb", \.timeToFirstByte), ("http.transfer_duration", \.transferDuration), ("http.throughput", \.throughput),
-        ]
-        for (name, keyPath) in histograms where self[keyPath: keyPath].totalCount > 0 {
-            metrics.histograms[name] = self[keyPath: keyPath]
+        for (metric, keyPath) in Self.histograms where self[keyPath: keyPath].totalCount > 0 {
+            metrics[histogram: metric] = self[keyPath: keyPath]
             self[keyPath: keyPath] = Histogram()
         }
-        let counters: [(String, ReferenceWritableKeyPath<LoopRecorder, UInt64>)] = [
-            ("ws.connect_attempts", \.connectAttempts), ("ws.connections_opened", \.connectionsOpened),
-            ("ws.messages_sent", \.messagesSent), ("ws.messages_received", \.messagesReceived),
-            ("ws.bytes_sent", \.bytesSent), ("ws.bytes_received", \.bytesReceived), ("ws.reconnects", \.reconnects),
-            ("ws.messages_lost", \.messagesLost), ("ws.messages_dropped", \.messagesDropped),
-            ("ws.messages_scheduled", \.messagesScheduled), ("ws.messages_missed", \.messagesMissed),
-            ("http.transfers_started", \.transfersStarted), ("http.transfers_completed", \.transfersCompleted),
-            ("http.transfers_failed", \.transfersFailed), ("http.retries", \.transferRetries), ("http.resumes", \.transferResumes),
-            ("http.restarts", \.transferRestarts), ("http.bytes_received", \.transferBytesReceived),
-            ("http.bytes_sent", \.transferBytesSent),
-        ]
-        for (name, keyPath) in counters where self[keyPath: keyPath] > 0 {
-            metrics.counters[name] = self[keyPath: keyPath]
+        for (metric, keyPath) in Self.counters where self[keyPath: keyPath] > 0 {
+            metrics[counter: metric] = self[keyPath: keyPath]
             self[keyPath: keyPath] = 0
         }
-        for (status, count) in statuses { metrics.counters["http.status.\(status)"] = count }
+        for (status, count) in statuses { metrics.counters[MetricFamily.httpStatus.name(status)] = count }
         statuses = [:]
         metrics.disconnects = disconnects
         metrics.errors = errors

@@ -1,3 +1,4 @@
+import Profile
 import Reporting
 import Runtime
 
@@ -51,7 +52,7 @@ struct RunTally {
     /// Counts connections the graceful stop had to cancel.
     mutating func countUnfinished(_ count: Int) {
         guard count > 0 else { return }
-        total.counters["ws.unfinished_at_stop", default: 0] += UInt64(count)
+        total.counters[Metric.unfinishedAtStop.name, default: 0] += UInt64(count)
     }
 
     /// The busiest 100 ms of reconnects against the busiest of drops; nil when nothing reconnected.

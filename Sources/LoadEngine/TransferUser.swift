@@ -129,7 +129,7 @@ struct TransferUser {
                 continue
             case .failure(let error):
                 recorder.transfersFailed += 1
-                recorder.recordError(error.metricCode)
+                recorder.recordError(error)
                 history.note("download \(sequence) failed: \(error.metricCode)")
                 // A user gives up on a failed download: its partial file goes too.
                 if !faults.forgetPartialFile { try? FileSystem.remove(request.partPath) }
@@ -205,7 +205,7 @@ struct TransferUser {
                 _ = try form.write(to: path)
             } catch {
                 recorder.transfersFailed += 1
-                recorder.recordError(TransferError.from(error, doing: "multipart body").metricCode)
+                recorder.recordError(TransferError.from(error, doing: "multipart body"))
                 try? FileSystem.remove(path)
                 return
             }
@@ -234,7 +234,7 @@ struct TransferUser {
             break
         case .failure(let error):
             recorder.transfersFailed += 1
-            recorder.recordError(TransferError.from(error, doing: "upload").metricCode)
+            recorder.recordError(TransferError.from(error, doing: "upload"))
         }
         if let temporary {
             if !keepsBody { try? FileSystem.remove(temporary) }

@@ -107,7 +107,7 @@ struct VirtualUser {
             }
             history.note(attempt == 0 ? "connect" : "reconnect attempt \(attempt)")
             if let error = await Self.connect(manager, on: loop) {
-                recorder.recordError(error.code.rawValue)
+                recorder.recordError(error.code)
                 history.note("connect failed: \(error.code.rawValue)")
                 if downSince == nil { downSince = clock.now }
                 guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
@@ -199,7 +199,7 @@ struct VirtualUser {
         // The `attemptBeyondMaximum` fault asks the policy about the attempt before the next one.
         let next = faults.attemptBeyondMaximum ? attempt : attempt + 1
         guard let policy = plan.websocket.reconnect, policy.allows(attempt: next) else {
-            if plan.websocket.reconnect != nil { recorder.recordError("reconnect_gave_up") }
+            if plan.websocket.reconnect != nil { recorder.recordError(EngineErrorCode.reconnectGaveUp) }
             return false
         }
         attempt += 1

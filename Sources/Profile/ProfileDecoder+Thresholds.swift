@@ -19,7 +19,7 @@ extension ProfileReader {
                 expression = text
             } else {
                 problem(path, "expected a threshold string or object, found \(element.kindName)",
-                        hint: "e.g. \"ws.message_rtt p99 < 50ms\"")
+                        hint: "e.g. \"\(Threshold.example)\"")
             }
             guard let expression else { continue }
             switch Threshold.parse(expression) {

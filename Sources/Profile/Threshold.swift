@@ -1,6 +1,7 @@
 /// A pass/fail criterion on a metric, written `METRIC[{scenario=NAME}] STATISTIC OP VALUE`, e.g.
 /// `ws.message_rtt p99 < 50ms`, `errors rate < 0.1%`, `ws.connect{scenario=chat} p95 < 200ms`.
 public struct Threshold: Sendable, Equatable {
+    /// What a threshold asks of its metric: a percentile, a summary figure, a count, a rate.
     public enum Statistic: Sendable, Equatable, CustomStringConvertible {
         case percentile(Double)
         case mean, minimum, maximum, standardDeviation, count
@@ -23,6 +24,7 @@ public struct Threshold: Sendable, Equatable {
         }
     }
 
+    /// How the actual value must relate to the limit.
     public enum Comparison: String, Sendable, CaseIterable {
         case less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
 
@@ -36,9 +38,12 @@ public struct Threshold: Sendable, Equatable {
         }
     }
 
+    /// A threshold as the docs and hints show one.
+    public static let example = "\(Metric.messageRoundTrip.name) p99 < 50ms"
+
     /// The expression as written.
     public var expression: String
-    public var metric: String
+    public var metric: Metric
     /// Restricts the metric to one scenario; nil: all scenarios together.
     public var scenario: String?
     public var statistic: Statistic
@@ -56,24 +61,30 @@ public struct Threshold: Sendable, Equatable {
         guard words.count == 4 else {
             return .failure(ThresholdSyntaxError(
                 message: "\"\(text)\" is not a threshold",
-                hint: "write METRIC STATISTIC OP VALUE, e.g. \"ws.message_rtt p99 < 50ms\" or \"errors rate < 0.1%\""))
+                hint: "write METRIC STATISTIC OP VALUE, e.g. \"\(example)\" or \"\(Metric.errors.name) rate < 0.1%\""))
         }
-        var metric = words[0]
+        var name = words[0]
         var scenario: String?
-        if let brace = metric.firstIndex(of: "{") {
-            let tag = metric[brace...]
+        if let brace = name.firstIndex(of: "{") {
+            let tag = name[brace...]
             guard tag.hasPrefix("{scenario="), tag.hasSuffix("}"), tag.count > "{scenario=}".count else {
                 return .failure(ThresholdSyntaxError(
                     message: "\"\(tag)\" is not a metric filter", hint: "the only filter is {scenario=NAME}"))
             }
             scenario = String(tag.dropFirst("{scenario=".count).dropLast())
-            metric = String(metric[..<brace])
+            name = String(name[..<brace])
         }
-        guard let kind = MetricCatalog.kind(of: metric) else {
+        let names = MetricCatalog.thresholdable.map(\.name)
+        guard let metric = MetricCatalog.metric(named: name), metric.isThresholdable else {
+            if let reason = MetricCatalog.metric(named: name)?.notThresholdable ?? MetricCatalog.family(of: name)?.notThresholdable {
+                return .failure(ThresholdSyntaxError(
+                    message: "\(name) cannot be a threshold: \(reason)", hint: "metrics: " + names.joined(separator: ", ")))
+            }
             return .failure(ThresholdSyntaxError(
-                message: "unknown metric \"\(metric)\"",
-                hint: suggestion(for: metric, among: MetricCatalog.names) ?? "metrics: " + MetricCatalog.names.joined(separator: ", ")))
+                message: "unknown metric \"\(name)\"",
+                hint: suggestion(for: name, among: names) ?? "metrics: " + names.joined(separator: ", ")))
         }
+        let kind = metric.kind
         guard let statistic = parseStatistic(words[1]) else {
             return .failure(ThresholdSyntaxError(
                 message: "\"\(words[1])\" is not a statistic",
@@ -144,54 +155,23 @@ public struct ThresholdSyntaxError: Error, Sendable, Equatable {
     public var hint: String
 }
 
-/// The metrics a report has, by name, and what can be asked of each.
-public enum MetricCatalog {
-    public enum Kind: Sendable {
-        /// A histogram of microseconds.
-        case latency
-        /// A histogram of KiB per second (transfer throughput); higher is better.
-        case throughput
-        /// A count of events.
-        case counter
-        /// The error count, which also has a rate per operation.
-        case errors
-
-        var statistics: [String] {
-            switch self {
-            case .latency, .throughput: ["p50", "p90", "p95", "p99", "p99.9 (any pNN)", "mean", "min", "max", "stdev", "count"]
-            case .counter: ["count", "per_second"]
-            case .errors: ["count", "per_second", "rate"]
-            }
-        }
-
-        func allows(_ statistic: Threshold.Statistic) -> Bool {
-            switch (self, statistic) {
-            case (.latency, .perSecond), (.latency, .rate), (.throughput, .perSecond), (.throughput, .rate), (.counter, .rate): false
-            case (.counter, _), (.errors, _): [.count, .perSecond, .rate].contains(statistic)
-            default: true
-            }
+extension Metric.Kind {
+    /// The statistics a threshold may ask of a metric of this kind, as a hint lists them.
+    var statistics: [String] {
+        switch self {
+        case .latency, .throughput: ["p50", "p90", "p95", "p99", "p99.9 (any pNN)", "mean", "min", "max", "stdev", "count"]
+        case .counter, .closeCodes: ["count", "per_second"]
+        case .errors: ["count", "per_second", "rate"]
         }
     }
 
-    public static let latencies = [
-        "ws.connect", "ws.tls_handshake", "ws.upgrade", "ws.message_rtt", "ws.ping_rtt", "ws.reconnect_recovery",
-        "ws.message_gap", "ws.stop_duration", "http.ttfb", "http.transfer_duration",
-    ]
-    /// Histograms of KiB per second.
-    public static let throughputs = ["http.throughput"]
-    public static let counters = [
-        "ws.connections_opened", "ws.messages_sent", "ws.messages_received", "ws.bytes_sent", "ws.bytes_received",
-        "ws.reconnects", "ws.disconnects", "ws.messages_lost", "ws.messages_dropped", "ws.messages_scheduled",
-        "ws.messages_missed", "http.transfers_started", "http.transfers_completed", "http.transfers_failed", "http.retries",
-        "http.resumes", "http.restarts", "http.bytes_received", "http.bytes_sent",
-    ]
-    public static var names: [String] { latencies + throughputs + counters + ["errors"] }
-
-    public static func kind(of name: String) -> Kind? {
-        if latencies.contains(name) { return .latency }
-        if throughputs.contains(name) { return .throughput }
-        if counters.contains(name) { return .counter }
-        return name == "errors" ? .errors : nil
+    func allows(_ statistic: Threshold.Statistic) -> Bool {
+        switch (self, statistic) {
+        case (.latency, .perSecond), (.latency, .rate), (.throughput, .perSecond), (.throughput, .rate): false
+        case (.counter, .rate), (.closeCodes, .rate): false
+        case (.counter, _), (.closeCodes, _), (.errors, _): [.count, .perSecond, .rate].contains(statistic)
+        default: true
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 import Crypto
 import Histogram
+import Profile
 
 /// One side of a comparison: one run, or several repeated runs of one configuration.
 public struct ComparisonSide: Sendable {
+    /// One run of a side: its totals, its length and its interval series.
     public struct Run: Sendable {
         public var metrics: MetricSet
         /// The measured duration, for rates.
@@ -46,14 +48,17 @@ struct Sample {
 
     init(_ metrics: MetricSet, seconds: Double, only names: Set<String>? = nil) {
         for (name, histogram) in metrics.histograms where names?.contains(name) ?? true { histograms[name] = histogram }
-        received = Double(metrics.counter("ws.messages_received"))
+        received = Double(metrics.counter(.messagesReceived))
         errors = Double(metrics.errorCount)
-        operations = Double(metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent"))
+        // Unlike the report's error rate, compare leaves transfers out of the operations (kept as it was).
+        operations = Double(metrics.counter(.connectAttempts) + metrics.counter(.messagesSent))
         self.seconds = seconds
     }
 
     mutating func add(_ other: Sample) {
         for (name, histogram) in other.histograms {
+            // A histogram of another layout (another build's bounds) cannot add exactly; the pooled sample
+            // keeps what does add rather than failing the whole comparison (merge refuses such reports).
             if histograms[name] == nil { histograms[name] = histogram } else { try? histograms[name]!.add(histogram) }
         }
         received += other.received
@@ -68,6 +73,7 @@ struct Sample {
 
 /// A statistic compared between base and head.
 public struct ComparisonRow: Sendable {
+    /// Which way of change is an improvement.
     public enum Direction: Sendable { case lowerIsBetter, higherIsBetter }
 
     public var metric: String
@@ -128,7 +134,7 @@ public enum Comparator {
         let names = Set(basePooled.histograms.keys).intersection(headPooled.histograms.keys)
         for name in names.sorted() {
             let unit = MetricSet.unit(of: name)
-            let direction: ComparisonRow.Direction = unit == "us" ? .lowerIsBetter : .higherIsBetter
+            let direction: ComparisonRow.Direction = unit == Metric.Unit.microseconds.rawValue ? .lowerIsBetter : .higherIsBetter
             for (label, percentile) in percentiles {
                 statistics.append(Statistic(metric: name, name: label, unit: unit, direction: direction, isHistogram: true) {
                     $0.histograms[name].map { Double($0.value(atPercentile: percentile)) }
@@ -139,11 +145,11 @@ public enum Comparator {
             })
         }
         if basePooled.received > 0 || headPooled.received > 0 {
-            statistics.append(Statistic(metric: "ws.messages_received", name: "per_second", unit: "/s", direction: .higherIsBetter) {
+            statistics.append(Statistic(metric: Metric.messagesReceived.name, name: "per_second", unit: "/s", direction: .higherIsBetter) {
                 $0.throughput
             })
         }
-        statistics.append(Statistic(metric: "errors", name: "rate", unit: "ratio", direction: .lowerIsBetter) { $0.errorRate })
+        statistics.append(Statistic(metric: Metric.errors.name, name: "rate", unit: "ratio", direction: .lowerIsBetter) { $0.errorRate })
 
         let pValues: [Double]
         let test: String
@@ -245,10 +251,10 @@ public struct RegressionBudget: Sendable, Equatable, CustomStringConvertible {
     public var percent: Double
 
     public static let defaults: [RegressionBudget] = [
-        RegressionBudget(metric: "ws.message_rtt", statistic: "p50", percent: 10),
-        RegressionBudget(metric: "ws.message_rtt", statistic: "p99", percent: 10),
-        RegressionBudget(metric: "ws.connect", statistic: "p99", percent: 25),
-        RegressionBudget(metric: "ws.messages_received", statistic: "per_second", percent: -10),
+        RegressionBudget(metric: Metric.messageRoundTrip.name, statistic: "p50", percent: 10),
+        RegressionBudget(metric: Metric.messageRoundTrip.name, statistic: "p99", percent: 10),
+        RegressionBudget(metric: Metric.connect.name, statistic: "p99", percent: 25),
+        RegressionBudget(metric: Metric.messagesReceived.name, statistic: "per_second", percent: -10),
     ]
 
     public init(metric: String, statistic: String, percent: Double) {

@@ -6,6 +6,7 @@ import Histogram
 /// histogram. HdrHistogram's own tools (HistogramLogProcessor, HdrHistogramVisualizer, the Python
 /// `hdrh.log` reader) read it. Values are microseconds; `Interval_Max` is in milliseconds.
 public enum HistogramLog {
+    /// One interval histogram of one tag (metric).
     public struct Entry: Sendable {
         public var tag: String
         /// Seconds from the log's start.

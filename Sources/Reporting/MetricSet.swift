@@ -1,5 +1,6 @@
 import Histogram
 import JSON
+import Profile
 
 /// The measurements of one scenario (or of the whole run) over some span of time: latency histograms in
 /// microseconds, event counters, disconnects by close code, errors by error code. Adding two sets is
@@ -18,7 +19,38 @@ public struct MetricSet: Sendable, Equatable {
     public var errorCount: UInt64 { errors.values.reduce(0, +) }
     public var disconnectCount: UInt64 { disconnects.values.reduce(0, +) }
 
+    /// The counter of report key `name` (a family member or a name read from another version's report); 0
+    /// when absent.
     public func counter(_ name: String) -> UInt64 { counters[name] ?? 0 }
+
+    /// The counter of `metric`; 0 when it stayed zero (the report leaves it out).
+    public func counter(_ metric: Metric) -> UInt64 { counters[metric.name] ?? 0 }
+
+    /// The counter of `metric` if one was recorded.
+    public subscript(counter metric: Metric) -> UInt64? {
+        get { counters[metric.name] }
+        set { counters[metric.name] = newValue }
+    }
+
+    /// The histogram of `metric` if one was recorded.
+    public subscript(histogram metric: Metric) -> Histogram? {
+        get { histograms[metric.name] }
+        set { histograms[metric.name] = newValue }
+    }
+
+    /// How many events `metric` counted: a counter's count, the disconnects or errors of every code, or a
+    /// histogram's samples.
+    public func count(of metric: Metric) -> UInt64 {
+        switch metric.kind {
+        case .counter: counter(metric)
+        case .closeCodes: disconnectCount
+        case .errors: errorCount
+        case .latency, .throughput: histograms[metric.name]?.totalCount ?? 0
+        }
+    }
+
+    /// Connection attempts, messages sent and transfers started: what the error rate divides by.
+    public var operations: UInt64 { MetricCatalog.operations.reduce(0) { $0 + counter($1) } }
 
     /// Adds `other` into this set. - Throws: if two histograms of one name have different layouts.
     public mutating func add(_ other: MetricSet) throws(Histogram.LayoutMismatch) {
@@ -34,8 +66,11 @@ public struct MetricSet: Sendable, Equatable {
         for (code, value) in other.errors { errors[code, default: 0] &+= value }
     }
 
-    /// The unit a histogram metric is recorded in: microseconds, except throughputs (KiB per second).
-    public static func unit(of name: String) -> String { name.hasSuffix(".throughput") ? "KiB/s" : "us" }
+    /// The unit a histogram is recorded in, as the report writes it: the catalogue's, and microseconds for a
+    /// name this build does not know.
+    public static func unit(of name: String) -> String {
+        (MetricCatalog.metric(named: name)?.unit ?? .microseconds).rawValue
+    }
 
     /// The percentiles a report lists for every latency metric.
     public static let reportedPercentiles: [(key: String, percentile: Double)] = [
@@ -66,10 +101,10 @@ public struct MetricSet: Sendable, Equatable {
         }
         var disconnectCodes = JSONObject()
         for code in disconnects.keys.sorted() { disconnectCodes[String(code)] = JSONValue(disconnects[code]!) }
-        object["ws.disconnects"] = ["count": JSONValue(disconnectCount), "byCode": .object(disconnectCodes)]
+        object[Metric.disconnects.name] = ["count": JSONValue(disconnectCount), "byCode": .object(disconnectCodes)]
         var errorCodes = JSONObject()
         for code in errors.keys.sorted() { errorCodes[code] = JSONValue(errors[code]!) }
-        object["errors"] = [
+        object[Metric.errors.name] = [
             "count": JSONValue(errorCount), "perSecond": .number(rate(errorCount, seconds)),
             "rate": .number(operations == 0 ? 0 : Double(errorCount) / Double(operations)), "byCode": .object(errorCodes),
         ]
@@ -93,7 +128,8 @@ public struct MetricSet: Sendable, Equatable {
                 }
                 continue
             }
-            if name == "ws.disconnects" || name == "errors" {
+            let kind = MetricCatalog.metric(named: name)?.kind
+            if kind == .closeCodes || kind == .errors {
                 guard let codes = entry["byCode"]?.objectValue else {
                     throw ReportFormatError(path: entryPath + ".byCode", reason: "expected an object")
                 }
@@ -101,7 +137,7 @@ public struct MetricSet: Sendable, Equatable {
                     guard let count = count.integerValue, count >= 0 else {
                         throw ReportFormatError(path: entryPath + ".byCode." + code, reason: "expected a count")
                     }
-                    if name == "errors" {
+                    if kind == .errors {
                         errors[code] = UInt64(count)
                     } else {
                         guard let closeCode = UInt16(code) else {

@@ -16,8 +16,9 @@ public enum RunHTML {
         body += thresholdsSection(result)
         body += "<section id=\"summary\"><h2>Summary</h2>" + summaryTable(result.total) + "</section>"
         body += "<section id=\"latency\"><h2>Latency</h2>"
-        for name in MetricCatalog.latencies {
-            guard let histogram = result.total.histograms[name], histogram.totalCount > 0 else { continue }
+        for metric in MetricCatalog.latencies {
+            let name = metric.name
+            guard let histogram = result.total[histogram: metric], histogram.totalCount > 0 else { continue }
             body += "<div class=\"pair\">"
             body += SVGChart(id: "over-time-\(name)", title: "\(name) over time", series: overTime(result, name, prefix: ""),
                              xAxis: .seconds, yFormat: formatMicroseconds).render()
@@ -29,7 +30,7 @@ public enum RunHTML {
         body += "</section>"
         body += "<section id=\"throughput\"><h2>Throughput and connections</h2><div class=\"pair\">"
         body += SVGChart(id: "messages-per-second", title: "messages received per second",
-                         series: [.init(name: "msgs/s", color: palette[0], points: rate(result, "ws.messages_received"))],
+                         series: [.init(name: "msgs/s", color: palette[0], points: rate(result, .messagesReceived))],
                          xAxis: .seconds, yFormat: { grouped(Int($0.rounded())) }).render()
         body += SVGChart(id: "connections", title: "open connections",
                          series: [.init(name: "connections", color: palette[3], points: result.intervals.map { ($0.end.seconds, Double($0.liveConnections)) })],
@@ -57,8 +58,9 @@ public enum RunHTML {
         }
         body += "</table></section><section id=\"latency\"><h2>Latency, base and head</h2>"
         let pooledBase = pooled(base), pooledHead = pooled(head)
-        for name in MetricCatalog.latencies {
-            guard let baseHistogram = pooledBase.histograms[name], let headHistogram = pooledHead.histograms[name],
+        for metric in MetricCatalog.latencies {
+            let name = metric.name
+            guard let baseHistogram = pooledBase[histogram: metric], let headHistogram = pooledHead[histogram: metric],
                 baseHistogram.totalCount > 0, headHistogram.totalCount > 0
             else { continue }
             body += "<div class=\"pair\">"
@@ -75,8 +77,8 @@ public enum RunHTML {
         }
         body += "</section><section id=\"throughput\"><h2>Throughput, base and head</h2>"
         var throughput: [SVGChart.Series] = []
-        if let first = base.first { throughput.append(.init(name: "base", color: palette[0], points: rate(first, "ws.messages_received"), isDashed: true)) }
-        if let first = head.first { throughput.append(.init(name: "head", color: palette[2], points: rate(first, "ws.messages_received"))) }
+        if let first = base.first { throughput.append(.init(name: "base", color: palette[0], points: rate(first, .messagesReceived), isDashed: true)) }
+        if let first = head.first { throughput.append(.init(name: "head", color: palette[2], points: rate(first, .messagesReceived))) }
         body += SVGChart(id: "messages-per-second", title: "messages received per second (first run of each side)",
                          series: throughput, xAxis: .seconds, yFormat: { grouped(Int($0.rounded())) }).render()
         body += "</section>"
@@ -97,10 +99,10 @@ public enum RunHTML {
         for outcome in result.thresholds {
             let actual: String
             if let value = outcome.actual {
-                switch (MetricCatalog.kind(of: outcome.threshold.metric), outcome.threshold.statistic) {
-                case (.latency?, .count), (.throughput?, .count): actual = grouped(Int(value))
-                case (.throughput?, _): actual = formatBytes(Int64(value * 1024)) + "/s"
-                case (.latency?, _): actual = formatMicroseconds(value)
+                switch (outcome.threshold.metric.kind, outcome.threshold.statistic) {
+                case (.latency, .count), (.throughput, .count): actual = grouped(Int(value))
+                case (.throughput, _): actual = formatBytes(Int64(value * 1024)) + "/s"
+                case (.latency, _): actual = formatMicroseconds(value)
                 case (_, .rate): actual = String(format: "%.3f%%", value * 100)
                 default: actual = String(format: "%.1f", value)
                 }
@@ -115,9 +117,9 @@ public enum RunHTML {
 
     static func summaryTable(_ metrics: MetricSet) -> String {
         var html = "<table><tr><th>metric</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>"
-        for name in MetricCatalog.latencies {
-            guard let histogram = metrics.histograms[name], histogram.totalCount > 0 else { continue }
-            html += "<tr><td>\(escape(name))</td><td>\(grouped(Int(histogram.totalCount)))</td>"
+        for metric in MetricCatalog.latencies {
+            guard let histogram = metrics[histogram: metric], histogram.totalCount > 0 else { continue }
+            html += "<tr><td>\(escape(metric.name))</td><td>\(grouped(Int(histogram.totalCount)))</td>"
             for percentile in [50.0, 90, 99, 99.9] {
                 html += "<td>\(formatMicroseconds(Double(histogram.value(atPercentile: percentile))))</td>"
             }
@@ -179,7 +181,7 @@ public enum RunHTML {
     }
 
     /// A counter per second of each interval.
-    static func rate(_ result: RunResult, _ counter: String) -> [(x: Double, y: Double)] {
+    static func rate(_ result: RunResult, _ counter: Metric) -> [(x: Double, y: Double)] {
         result.intervals.compactMap { interval in
             let seconds = (interval.end - interval.start).seconds
             guard seconds > 0 else { return nil }
@@ -189,14 +191,15 @@ public enum RunHTML {
 
     static func pooled(_ results: [RunResult]) -> MetricSet {
         var metrics = MetricSet()
+        // Runs of another histogram layout cannot add exactly; the charts show what adds (merge refuses them).
         for result in results { try? metrics.add(result.total) }
         return metrics
     }
 
     static func format(_ value: Double, _ unit: String) -> String {
         switch unit {
-        case "us": formatMicroseconds(value)
-        case "KiB/s": formatBytes(Int64(value * 1024)) + "/s"
+        case Metric.Unit.microseconds.rawValue: formatMicroseconds(value)
+        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(Int64(value * 1024)) + "/s"
         case "/s": grouped(Int(value.rounded()))
         default: String(format: "%.3f%%", value * 100)
         }

@@ -95,7 +95,7 @@ public enum RunReport {
         report["total"] = ["metrics": result.total.json(seconds: seconds, operations: operations(result.total))]
         report["intervals"] = .array(result.intervals.map { interval in
             let span = (interval.end - interval.start).seconds
-            let received = Double(interval.metrics.counter("ws.messages_received"))
+            let received = Double(interval.metrics.counter(.messagesReceived))
             return [
                 "start": .number(roundedSeconds(interval.start)), "end": .number(roundedSeconds(interval.end)),
                 "connections": JSONValue(interval.liveConnections),
@@ -128,15 +128,13 @@ public enum RunReport {
         return .object(report)
     }
 
-    static func operations(_ metrics: MetricSet) -> UInt64 {
-        metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent") + metrics.counter("http.transfers_started")
-    }
+    static func operations(_ metrics: MetricSet) -> UInt64 { metrics.operations }
 
     /// Replies received per request scheduled (open model) or sent (closed model).
     static func deliveredFraction(_ metrics: MetricSet) -> JSONValue {
-        let scheduled = metrics.counters["ws.messages_scheduled"] ?? metrics.counter("ws.messages_sent")
+        let scheduled = metrics[counter: .messagesScheduled] ?? metrics.counter(.messagesSent)
         guard scheduled > 0 else { return .null }
-        return .number((Double(metrics.counter("ws.messages_received")) / Double(scheduled) * 10000).rounded() / 10000)
+        return .number((Double(metrics.counter(.messagesReceived)) / Double(scheduled) * 10000).rounded() / 10000)
     }
 
     static func roundedSeconds(_ duration: Duration) -> Double { (duration.seconds * 1000).rounded() / 1000 }
@@ -172,12 +170,14 @@ public enum RunReport {
         }
         guard rename(temporary.path, url.path) == 0 else {
             let reason = String(cString: strerror(errno))
+            // The rename's failure is the error to report; a temporary that cannot be removed either adds nothing.
             try? FileManager.default.removeItem(at: temporary)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot rename into \(path): \(reason)"])
         }
     }
 
     /// The commit of the git checkout around the working directory, read from `.git` without running git.
+    /// A file that cannot be read means no commit is known (the report then writes `null`): hence the `try?`s.
     public static func gitCommit(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
         var url = URL(fileURLWithPath: directory)
         for _ in 0..<32 {

@@ -3,6 +3,7 @@ import Glibc
 /// A line chart as inline SVG: no scripts, no fonts or files fetched, so a report stays one
 /// self-contained file that renders the same everywhere.
 public struct SVGChart: Sendable {
+    /// One line of a chart: its label, colour and points.
     public struct Series: Sendable {
         public var name: String
         public var color: String
@@ -17,6 +18,7 @@ public struct SVGChart: Sendable {
         }
     }
 
+    /// What the x axis shows.
     public enum Axis: Sendable {
         /// Seconds from the start of the run.
         case seconds

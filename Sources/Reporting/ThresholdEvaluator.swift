@@ -5,9 +5,9 @@ package enum ThresholdEvaluator {
     /// The statistic a threshold asks about; nil when a latency metric has no samples.
     package static func actual(_ threshold: Threshold, total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double) -> Double? {
         let metrics = threshold.scenario.flatMap { name in scenarios.first { $0.0 == name }?.1 } ?? total
-        switch MetricCatalog.kind(of: threshold.metric) {
-        case .latency?, .throughput?:
-            guard let histogram = metrics.histograms[threshold.metric], histogram.totalCount > 0 else {
+        switch threshold.metric.kind {
+        case .latency, .throughput:
+            guard let histogram = metrics[histogram: threshold.metric], histogram.totalCount > 0 else {
                 return threshold.statistic == .count ? 0 : nil
             }
             switch threshold.statistic {
@@ -19,13 +19,8 @@ package enum ThresholdEvaluator {
             case .count: return Double(histogram.totalCount)
             case .perSecond, .rate: return nil
             }
-        case .counter?, .errors?:
-            let count: UInt64
-            switch threshold.metric {
-            case "errors": count = metrics.errorCount
-            case "ws.disconnects": count = metrics.disconnectCount
-            default: count = metrics.counter(threshold.metric)
-            }
+        case .counter, .closeCodes, .errors:
+            let count = metrics.count(of: threshold.metric)
             switch threshold.statistic {
             case .perSecond: return seconds > 0 ? Double(count) / seconds : 0
             case .rate:
@@ -33,8 +28,6 @@ package enum ThresholdEvaluator {
                 return operations == 0 ? 0 : Double(count) / Double(operations)
             default: return Double(count)
             }
-        case nil:
-            return nil
         }
     }
 

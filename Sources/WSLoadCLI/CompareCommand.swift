@@ -133,8 +133,8 @@ enum CompareCommand: Subcommand {
 
     static func format(_ value: Double, unit: String) -> String {
         switch unit {
-        case "us": formatMicroseconds(value)
-        case "KiB/s": formatBytes(Int64(value * 1024)) + "/s"
+        case Metric.Unit.microseconds.rawValue: formatMicroseconds(value)
+        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(Int64(value * 1024)) + "/s"
         case "/s": grouped(Int(value.rounded()))
         default: String(format1: value * 100) + "%"
         }

@@ -47,17 +47,17 @@ final class ProgressDisplay: Sendable {
 
     static func lines(_ progress: RunProgress) -> [String] {
         let remaining = max(.zero, progress.duration - progress.elapsed)
-        let rate = progress.recentSeconds > 0 ? Double(progress.recent.counter("ws.messages_received")) / progress.recentSeconds : 0
+        let rate = progress.recentSeconds > 0 ? Double(progress.recent.counter(.messagesReceived)) / progress.recentSeconds : 0
         var rtt = "rtt -"
-        if let histogram = progress.total.histograms["ws.message_rtt"], histogram.totalCount > 0 {
+        if let histogram = progress.total[histogram: .messageRoundTrip], histogram.totalCount > 0 {
             rtt = "rtt p50 \(formatMicroseconds(Double(histogram.value(atPercentile: 50)))) "
                 + "p99 \(formatMicroseconds(Double(histogram.value(atPercentile: 99))))"
         }
-        var errors = "errors \(grouped(Int(progress.total.errorCount)))   reconnects \(grouped(Int(progress.total.counter("ws.reconnects"))))"
-        if let started = progress.total.counters["http.transfers_started"] {
-            let bytes = progress.recent.counter("http.bytes_received") + progress.recent.counter("http.bytes_sent")
+        var errors = "errors \(grouped(Int(progress.total.errorCount)))   reconnects \(grouped(Int(progress.total.counter(.reconnects))))"
+        if let started = progress.total[counter: .transfersStarted] {
+            let bytes = progress.recent.counter(.transferBytesReceived) + progress.recent.counter(.transferBytesSent)
             let rate = progress.recentSeconds > 0 ? Double(bytes) / progress.recentSeconds : 0
-            errors += "   transfers \(grouped(Int(progress.total.counter("http.transfers_completed")))) done / \(grouped(Int(started))) started, "
+            errors += "   transfers \(grouped(Int(progress.total.counter(.transfersCompleted)))) done / \(grouped(Int(started))) started, "
                 + "\(formatBytes(Int64(rate)))/s"
         }
         if progress.isStopping {

@@ -59,10 +59,10 @@ enum ReportCommand: Subcommand {
 func histogramLog(_ result: RunResult) -> String {
     var entries: [HistogramLog.Entry] = []
     for interval in result.intervals {
-        for name in MetricCatalog.latencies {
-            guard let histogram = interval.metrics.histograms[name], histogram.totalCount > 0 else { continue }
+        for metric in MetricCatalog.latencies {
+            guard let histogram = interval.metrics[histogram: metric], histogram.totalCount > 0 else { continue }
             entries.append(.init(
-                tag: name, start: interval.start.seconds, length: (interval.end - interval.start).seconds,
+                tag: metric.name, start: interval.start.seconds, length: (interval.end - interval.start).seconds,
                 histogram: histogram))
         }
     }

@@ -136,8 +136,8 @@ enum RunCommand: Subcommand {
         if exit != .success { return exit }
         if !isQuiet { output.printError("report: \(reportPath)") }
         if result.interruptedBy != nil { return .interrupted }
-        let attempts = result.total.counter("ws.connect_attempts")
-        if attempts > 0 && result.total.counter("ws.connections_opened") == 0 {
+        let attempts = result.total.counter(.connectAttempts)
+        if attempts > 0 && result.total.counter(.connectionsOpened) == 0 {
             let codes = result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             output.printError("Error: none of \(attempts) connection attempts succeeded (\(codes)).")
             return .failure

@@ -71,59 +71,60 @@ enum RunSummary {
 
     static func metricLines(_ metrics: MetricSet, seconds: Double) -> [String] {
         var lines: [String] = []
-        let opened = metrics.counter("ws.connections_opened")
+        let opened = metrics.counter(.connectionsOpened)
         let codes = metrics.disconnects.sorted { $0.key < $1.key }.map { "\($0.key): \(grouped(Int($0.value)))" }
-        lines.append("  connections   opened \(grouped(Int(opened))), reconnects \(grouped(Int(metrics.counter("ws.reconnects")))), "
+        lines.append("  connections   opened \(grouped(Int(opened))), reconnects \(grouped(Int(metrics.counter(.reconnects)))), "
             + "disconnects \(grouped(Int(metrics.disconnectCount)))" + (codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"))
-        let sent = metrics.counter("ws.messages_sent")
-        let received = metrics.counter("ws.messages_received")
+        let sent = metrics.counter(.messagesSent)
+        let received = metrics.counter(.messagesReceived)
         let rate = seconds > 0 ? Int((Double(received) / seconds).rounded()) : 0
         var messages = "  messages      sent \(grouped(Int(sent))), received \(grouped(Int(received))) (\(grouped(rate))/s)"
-        if let lost = metrics.counters["ws.messages_lost"] { messages += ", lost \(grouped(Int(lost)))" }
-        if let dropped = metrics.counters["ws.messages_dropped"] { messages += ", dropped \(grouped(Int(dropped)))" }
-        if let missed = metrics.counters["ws.messages_missed"] { messages += ", missed \(grouped(Int(missed)))" }
-        if let scheduled = metrics.counters["ws.messages_scheduled"], scheduled > 0 {
+        if let lost = metrics[counter: .messagesLost] { messages += ", lost \(grouped(Int(lost)))" }
+        if let dropped = metrics[counter: .messagesDropped] { messages += ", dropped \(grouped(Int(dropped)))" }
+        if let missed = metrics[counter: .messagesMissed] { messages += ", missed \(grouped(Int(missed)))" }
+        if let scheduled = metrics[counter: .messagesScheduled], scheduled > 0 {
             messages += ", \(String(format1: Double(received) / Double(scheduled) * 100))% of schedule delivered"
         }
         lines.append(messages)
-        for name in MetricCatalog.latencies {
-            guard let histogram = metrics.histograms[name], histogram.totalCount > 0 else { continue }
+        for metric in MetricCatalog.latencies {
+            guard let histogram = metrics[histogram: metric], histogram.totalCount > 0 else { continue }
             let figures = [("p50", 50.0), ("p90", 90), ("p99", 99), ("p99.9", 99.9)].map {
                 "\($0.0) \(formatMicroseconds(Double(histogram.value(atPercentile: $0.1))))"
             }
-            lines.append("  " + name.padding(toWidth: 22) + figures.joined(separator: "  ")
+            lines.append("  " + metric.name.padding(toWidth: 22) + figures.joined(separator: "  ")
                 + "  max \(formatMicroseconds(Double(histogram.maximum)))  (n=\(grouped(Int(histogram.totalCount))))")
         }
         return lines
     }
 
     static func transferLines(_ metrics: MetricSet, seconds: Double) -> [String] {
-        let completed = metrics.counter("http.transfers_completed")
-        let bytes = Int64(metrics.counter("http.bytes_received") + metrics.counter("http.bytes_sent"))
+        let completed = metrics.counter(.transfersCompleted)
+        let bytes = Int64(metrics.counter(.transferBytesReceived) + metrics.counter(.transferBytesSent))
         let perSecond = seconds > 0 ? Double(completed) / seconds : 0
-        var transfers = "  transfers     started \(grouped(Int(metrics.counter("http.transfers_started")))), "
-            + "completed \(grouped(Int(completed))) (\(String(format1: perSecond))/s), failed \(grouped(Int(metrics.counter("http.transfers_failed"))))"
-        for (name, label) in [("http.retries", "retries"), ("http.resumes", "resumes"), ("http.restarts", "restarts")] {
-            if let count = metrics.counters[name], count > 0 { transfers += ", \(label) \(grouped(Int(count)))" }
+        var transfers = "  transfers     started \(grouped(Int(metrics.counter(.transfersStarted)))), "
+            + "completed \(grouped(Int(completed))) (\(String(format1: perSecond))/s), failed \(grouped(Int(metrics.counter(.transfersFailed))))"
+        let repeats: [(Metric, String)] = [(.transferRetries, "retries"), (.transferResumes, "resumes"), (.transferRestarts, "restarts")]
+        for (metric, label) in repeats {
+            if let count = metrics[counter: metric], count > 0 { transfers += ", \(label) \(grouped(Int(count)))" }
         }
         var lines = [transfers]
-        let statuses = metrics.counters.keys.filter { $0.hasPrefix("http.status.") }.sorted()
-            .map { "\($0.dropFirst("http.status.".count)): \(grouped(Int(metrics.counters[$0]!)))" }
+        let statuses = metrics.counters.keys.compactMap { name in MetricFamily.httpStatus.tag(of: name).map { (name, $0) } }
+            .sorted { $0.0 < $1.0 }.map { "\($0.1): \(grouped(Int(metrics.counters[$0.0]!)))" }
         lines.append("  bytes         \(formatBytes(bytes)) (\(formatBytes(Int64(seconds > 0 ? Double(bytes) / seconds : 0)))/s)"
             + (statuses.isEmpty ? "" : ", statuses " + statuses.joined(separator: ", ")))
-        for name in ["http.ttfb", "http.transfer_duration"] {
-            guard let histogram = metrics.histograms[name], histogram.totalCount > 0 else { continue }
+        for metric in [Metric.timeToFirstByte, .transferDuration] {
+            guard let histogram = metrics[histogram: metric], histogram.totalCount > 0 else { continue }
             let figures = [("p50", 50.0), ("p90", 90), ("p99", 99)].map {
                 "\($0.0) \(formatMicroseconds(Double(histogram.value(atPercentile: $0.1))))"
             }
-            lines.append("  " + name.padding(toWidth: 22) + figures.joined(separator: "  ")
+            lines.append("  " + metric.name.padding(toWidth: 22) + figures.joined(separator: "  ")
                 + "  max \(formatMicroseconds(Double(histogram.maximum)))  (n=\(grouped(Int(histogram.totalCount))))")
         }
-        if let histogram = metrics.histograms["http.throughput"], histogram.totalCount > 0 {
+        if let histogram = metrics[histogram: .throughput], histogram.totalCount > 0 {
             let figures = [("p50", 50.0), ("p10", 10), ("p1", 1)].map {
                 "\($0.0) \(formatBytes(Int64(histogram.value(atPercentile: $0.1)) * 1024))/s"
             }
-            lines.append("  " + "http.throughput".padding(toWidth: 22) + figures.joined(separator: "  ")
+            lines.append("  " + Metric.throughput.name.padding(toWidth: 22) + figures.joined(separator: "  ")
                 + "  (per transfer; p10 is the slowest tenth)")
         }
         return lines
@@ -131,10 +132,10 @@ enum RunSummary {
 
     static func describe(_ outcome: RunResult.ThresholdResult) -> String {
         guard let actual = outcome.actual else { return "no samples" }
-        switch (MetricCatalog.kind(of: outcome.threshold.metric), outcome.threshold.statistic) {
-        case (.latency?, .count), (.throughput?, .count): return grouped(Int(actual))
-        case (.throughput?, _): return formatBytes(Int64(actual * 1024)) + "/s"
-        case (.latency?, _): return formatMicroseconds(actual)
+        switch (outcome.threshold.metric.kind, outcome.threshold.statistic) {
+        case (.latency, .count), (.throughput, .count): return grouped(Int(actual))
+        case (.throughput, _): return formatBytes(Int64(actual * 1024)) + "/s"
+        case (.latency, _): return formatMicroseconds(actual)
         case (_, .rate): return String(format1: actual * 100) + "%"
         case (_, .perSecond): return String(format1: actual) + "/s"
         default: return grouped(Int(actual))

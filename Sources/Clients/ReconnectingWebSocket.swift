@@ -129,6 +129,7 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     private func sleepUnlessWoken(_ delay: Duration) async {
         let clock = clock
         await withTaskGroup(of: Void.self) { group in
+            // The only error is cancellation (the wake-up won the race), which ends the wait as intended.
             group.addTask { try? await clock.sleep(for: delay) }
             group.addTask(executorPreference: loop.taskExecutor) { await self.waitForWakeUp() }
             _ = await group.next()

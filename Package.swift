@@ -72,5 +72,6 @@ let package = Package(
         ),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Lifecycle", "Profile", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Crypto", "Runtime"]),
     ]
 )

@@ -6,8 +6,9 @@ import WebSocket
 /// reference's `ReconnectingWebSocket`, with exact sub-second delays, an injected clock and RNG, and
 /// events that say what it is doing.
 ///
-/// ``run()`` connects, forwards the connection's events, and on an unintended disconnect waits the
-/// policy's delay and connects again; attempts reset after each successful connection. It ends after
+/// ``run()`` drives a ``ConnectionLifecycle``, which decides: it connects, forwards the connection's events, and
+/// on an unintended disconnect waits the delay the lifecycle drew and connects again; attempts reset after each
+/// successful connection. It ends after
 /// ``disconnect(code:reason:)`` (never reconnecting after it), when the attempts are used up, or when its
 /// task is cancelled. One live connection at most, always.
 public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
@@ -32,12 +33,19 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     private let clock: C
     private var random: any RandomNumberGenerator & Sendable
     private var current: WebSocketManager?
-    private var isIntentionalDisconnect = false
+    /// Decides every connect, backoff and give-up; this actor only does the I/O and the sleeping.
+    private var lifecycle: ConnectionLifecycle
+    private var startedAt: C.Instant?
+    /// The close ``disconnect(code:reason:)`` asked for, for a connection that opens after it.
+    private var closeRequest: (code: WebSocketCloseCode, reason: String) = (.normalClosure, "")
     private var wakeUp: CheckedContinuation<Void, Never>?
     private let eventStream: AsyncStream<Event>
     private let eventContinuation: AsyncStream<Event>.Continuation
     /// Connections made so far (successful handshakes).
-    public private(set) var connectionCount = 0
+    public var connectionCount: Int { lifecycle.connectionCount }
+    /// The lifecycle's most recent transitions (up to 64), oldest first: what it did and when, on the clock.
+    public var transitions: [ConnectionLifecycle.Transition] { lifecycle.transitions }
+    private static var transitionsKept: Int { 64 }
 
     public init(
         url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), policy: ReconnectPolicy = .init(),
@@ -49,57 +57,79 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
         self.loop = loop
         self.clock = clock
         self.random = random
+        lifecycle = ConnectionLifecycle(policy: policy, recordLimit: Self.transitionsKept)
         (eventStream, eventContinuation) = AsyncStream.makeStream(of: Event.self)
     }
 
     /// All connections' events in order, plus `reconnecting` and `gaveUp`. One consumer.
     public nonisolated func events() -> AsyncStream<Event> { eventStream }
 
+    /// Feeds `event` to the lifecycle at the clock's current instant.
+    private func handle(_ event: ConnectionLifecycle.Event) -> ConnectionLifecycle.Action {
+        let now = clock.now
+        let start = startedAt ?? now
+        startedAt = start
+        return lifecycle.handle(event, at: start.duration(to: now), using: &random)
+    }
+
     public func run() async {
-        var attempt = 0
-        var previousDelay: Duration?
-        while !isIntentionalDisconnect && !Task.isCancelled {
-            let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
-            current = manager
-            var didConnect = false
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask(executorPreference: loop.taskExecutor) { await manager.run() }
-                for await event in manager.events() {
-                    switch event {
-                    case .connected(let subprotocol):
-                        didConnect = true
-                        connectionCount += 1
-                        eventContinuation.yield(.connected(subprotocol: subprotocol))
-                    case .text(let text): eventContinuation.yield(.text(text))
-                    case .data(let bytes): eventContinuation.yield(.data(bytes))
-                    case .disconnected(let code, let reason): eventContinuation.yield(.disconnected(code, reason))
-                    case .error(let error): eventContinuation.yield(.error(error))
-                    }
+        var action = handle(Task.isCancelled ? .stopRequested : .start)
+        while true {
+            switch action {
+            case .connect:
+                await connectOnce()
+                if Task.isCancelled { _ = handle(.stopRequested) }
+                switch lifecycle.state {
+                case .connecting: action = handle(.connectFailed)
+                case .open: action = handle(.dropped)
+                case .draining: action = handle(.closeFinished)
+                default: action = .none
+                }
+            case .wait(let delay, let attempt):
+                eventContinuation.yield(.reconnecting(attempt: attempt, delay: delay))
+                await sleepUnlessWoken(delay)
+                // A disconnect during the wait has stopped the lifecycle already; then this is ignored.
+                action = handle(Task.isCancelled ? .stopRequested : .backoffElapsed)
+            case .giveUp(let attempts):
+                eventContinuation.yield(.gaveUp(attempts: attempts))
+                action = .none
+            case .close:
+                action = .none  // only from `disconnect`, which closes the connection itself
+            case .none:
+                // Nothing more to do: the lifecycle has ended (stopped, gave up, or cancelled).
+                eventContinuation.finish()
+                return
+            }
+        }
+    }
+
+    /// One connection: connects, forwards its events, and returns when it has ended.
+    private func connectOnce() async {
+        let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
+        current = manager
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask(executorPreference: loop.taskExecutor) { await manager.run() }
+            for await event in manager.events() {
+                switch event {
+                case .connected(let subprotocol):
+                    let action = handle(.connected)
+                    eventContinuation.yield(.connected(subprotocol: subprotocol))
+                    if action == .close { await manager.disconnect(code: closeRequest.code, reason: closeRequest.reason) }
+                case .text(let text): eventContinuation.yield(.text(text))
+                case .data(let bytes): eventContinuation.yield(.data(bytes))
+                case .disconnected(let code, let reason): eventContinuation.yield(.disconnected(code, reason))
+                case .error(let error): eventContinuation.yield(.error(error))
                 }
             }
-            current = nil
-            if didConnect {
-                attempt = 0
-                previousDelay = nil
-            }
-            guard !isIntentionalDisconnect, !Task.isCancelled else { break }
-            attempt += 1
-            guard policy.allows(attempt: attempt) else {
-                eventContinuation.yield(.gaveUp(attempts: attempt - 1))
-                break
-            }
-            let delay = policy.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
-            previousDelay = delay
-            eventContinuation.yield(.reconnecting(attempt: attempt, delay: delay))
-            await sleepUnlessWoken(delay)
         }
-        eventContinuation.finish()
+        current = nil
     }
 
     /// Sleeps on the injected clock; ``disconnect(code:reason:)`` or cancellation ends it early.
     private func sleepUnlessWoken(_ delay: Duration) async {
         let clock = clock
         await withTaskGroup(of: Void.self) { group in
+            // The only error is cancellation (the wake-up won the race), which ends the wait as intended.
             group.addTask { try? await clock.sleep(for: delay) }
             group.addTask(executorPreference: loop.taskExecutor) { await self.waitForWakeUp() }
             _ = await group.next()
@@ -110,7 +140,7 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     }
 
     private func waitForWakeUp() async {
-        guard !isIntentionalDisconnect else { return }
+        guard !lifecycle.isStopRequested, !lifecycle.isEnded else { return }
         await withTaskCancellationHandler {
             await withCheckedContinuation { wakeUp = $0 }
         } onCancel: {
@@ -137,7 +167,10 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
 
     /// Closes for good: the current connection closes normally and no reconnect follows.
     public func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
-        isIntentionalDisconnect = true
+        closeRequest = (code, reason)
+        // Whatever the lifecycle says (close an open connection, stop a backoff, remember it mid-connect), the
+        // connection in hand closes now and the sleeper wakes: no further attempt follows.
+        _ = handle(.stopRequested)
         wake()
         await current?.disconnect(code: code, reason: reason)
     }

@@ -1,5 +1,6 @@
 import Clients
 import Crypto
+import Lifecycle
 import Profile
 import Runtime
 import WebSocket
@@ -48,7 +49,15 @@ struct VirtualUser {
     let clock = LoopClock()
     /// Created when the actor starts (on its loop).
     private var history: ActorHistory!
+    private var startedAt: LoopClock.Instant
+    /// Decides every connect, backoff and give-up; the checkers read its transitions.
+    private var lifecycle: ConnectionLifecycle
+    /// Whether this actor saw a connection succeed since its last backoff (its own observation, not the lifecycle's).
     private var hasConnectedSinceBackoff = false
+    /// The last backoff waited since the last success, as the checker derives the decorrelated bounds.
+    private var previousBackoff: Duration?
+    /// The `reconnectAfterIntentionalDisconnect` fault fires once.
+    private var isStopFaultSpent = false
     /// This actor's connections that have opened and were not yet seen closed: the one-live-connection
     /// checker counts them by their own state, not by how this loop means to use them.
     private var openedConnections: [WebSocketManager] = []
@@ -67,12 +76,15 @@ struct VirtualUser {
         self.ledger = ledger
         self.faults = faults
         self.random = random
+        startedAt = clock.now
+        lifecycle = ConnectionLifecycle(policy: Self.lifecyclePolicy(plan, faults))
     }
 
     enum Ending { case stopped, finished, dropped }
 
     mutating func run() async {
-        history = ActorHistory(id: id, scenario: plan.scenario.name, start: clock.now)
+        startedAt = clock.now
+        history = ActorHistory(id: id, scenario: plan.scenario.name, start: startedAt)
         defer {
             recorder.recordEnd(of: id, latch: latch, ledger: ledger, history: history, bound: plan.stopBound)
             latch.remove(id)
@@ -81,89 +93,133 @@ struct VirtualUser {
         if let stray = strayConnection { await stray.disconnect(code: .normalClosure, reason: "done") }
     }
 
-    /// Connects, drives, and reconnects after unintended drops until the actor is done.
+    /// Connects, drives, and reconnects after unintended drops until the actor is done. The lifecycle decides
+    /// every connect, backoff and give-up; this loop performs its actions and records what happened.
     private mutating func connectUntilDone() async {
-        var attempt = 0
-        /// Reconnect attempts seen since the last successful connection (counted where they are made,
-        /// apart from the `attempt` the policy is asked about).
-        var reconnectsSinceSuccess = 0
-        var previousDelay: Duration?
         var downSince: LoopClock.Instant?
-        var isFaultSpent = false
-        while !latch.isStopped(id) || (faults.reconnectAfterIntentionalDisconnect && !isFaultSpent) {
-            if latch.isStopped(id) { isFaultSpent = true }
-            ledger.check(.noReconnectAfterIntentional, !latch.isStopped(id), actor: history,
-                         "connect attempt after the run stopped this actor")
-            let manager = WebSocketManager(url: plan.url, configuration: plan.configuration, loop: loop)
-            recorder.connectAttempts += 1
-            if downSince != nil {
-                recorder.reconnects += 1
-                recorder.reconnectsByTick[LoopRecorder.tick(clock.now), default: 0] += 1
-                reconnectsSinceSuccess += 1
-                if let maximum = plan.websocket.reconnect?.maximumAttempts {
-                    ledger.check(.maximumAttempts, reconnectsSinceSuccess <= maximum, actor: history,
-                                 "reconnect attempt \(reconnectsSinceSuccess) since the last success, of at most \(maximum)")
-                }
+        var action = advance(.start)
+        while true {
+            switch action {
+            case .connect(let attempt):
+                action = await connectAndDrive(attempt: attempt, downSince: &downSince)
+            case .wait(let delay, _):
+                action = await backOff(delay)
+            case .giveUp:
+                recorder.recordError(EngineErrorCode.reconnectGaveUp)
+                return
+            case .close, .none:
+                return  // ended: stopped, finished, or (without a reconnect policy) down for good
             }
-            history.note(attempt == 0 ? "connect" : "reconnect attempt \(attempt)")
-            if let error = await Self.connect(manager, on: loop) {
-                recorder.recordError(error.code)
-                history.note("connect failed: \(error.code.rawValue)")
-                if downSince == nil { downSince = clock.now }
-                guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
-                continue
-            }
-            let isOpen = await manager.state == .open
-            let timings = await manager.handshakeTimings
-            let connectedAt = await manager.connectedAt
-            ledger.check(.connectedAfterHandshake, isOpen && timings != nil && connectedAt != nil, actor: history,
-                         "connect() returned without an open, timed handshake")
-            if let timings, let connectedAt {
-                ledger.check(.connectedAfterHandshake, connectedAt >= timings.completedAt, actor: history,
-                             "connected \(formatDuration(connectedAt.duration(to: timings.completedAt))) before the 101 was validated")
-            }
-            openedConnections.append(manager)
-            let live = await pruneClosedConnections()
-            ledger.check(.oneLiveConnection, live == 1, actor: history, "\(live) live connections")
-            history.note("connected")
-            if faults.connectWhileLive && strayConnection == nil {
-                strayConnection = manager  // the fault: connect again while this connection stays open
-                continue
-            }
-            hasConnectedSinceBackoff = true
-            if let timings {
-                recorder.connect.record(microseconds: timings.tcpConnect)
-                if let tls = timings.tlsHandshake { recorder.tlsHandshake.record(microseconds: tls) }
-                recorder.upgrade.record(microseconds: timings.upgrade)
-            }
-            if let since = downSince { recorder.reconnectRecovery.record(microseconds: since.duration(to: clock.now)) }
-            downSince = nil
-            reconnectsSinceSuccess = 0
-            if !faults.keepAttemptsAfterSuccess { attempt = 0 }
-            previousDelay = nil
-            recorder.connectionsOpened += 1
-            recorder.liveConnections += 1
-            let ending = await drive(manager)
-            recorder.liveConnections -= 1
-            _ = await pruneClosedConnections()
-            let closeCode = await manager.closeCode
-            let closeReason = await manager.closeReason
-            if let closeCode { recorder.disconnects[closeCode.rawValue, default: 0] += 1 }
-            ledger.check(.closeAccounted, closeCode.map { $0 != .abnormalClosure || !(closeReason ?? "").isEmpty } ?? false,
-                         actor: history, closeCode == nil ? "the connection ended without a close outcome"
-                             : "closed 1006 without a reason")
-            if closeCode != nil {
-                // The pull-mode counterpart of "no event after `.disconnected`": a read after the end must fail.
-                let lateMessage = try? await manager.receive()
-                ledger.check(.nothingAfterDisconnect, lateMessage == nil, actor: history,
-                             "a message was delivered after the connection ended")
-            }
-            history.note("disconnected \(closeCode.map { String($0.rawValue) } ?? "-") (\(ending))")
-            if ending == .stopped && faults.reconnectAfterIntentionalDisconnect && !isFaultSpent { continue }
-            guard ending == .dropped else { return }
+        }
+    }
+
+    /// Feeds `event` to the lifecycle at the loop clock's instant.
+    private mutating func advance(_ event: ConnectionLifecycle.Event) -> ConnectionLifecycle.Action {
+        lifecycle.handle(event, at: startedAt.duration(to: clock.now), using: &random)
+    }
+
+    /// The scenario's reconnect policy as the lifecycle applies it. The `attemptBeyondMaximum` fault lets it make
+    /// one attempt more than the scenario allows (the checker holds the scenario's own maximum).
+    private static func lifecyclePolicy(_ plan: ScenarioPlan, _ faults: FaultSwitches) -> ReconnectPolicy? {
+        var policy = plan.websocket.reconnect
+        if faults.attemptBeyondMaximum, let maximum = policy?.maximumAttempts { policy?.maximumAttempts = maximum + 1 }
+        return policy
+    }
+
+    /// The lifecycle starts over, forgetting its past: how the `connectWhileLive` and
+    /// `reconnectAfterIntentionalDisconnect` faults make it connect when it must not.
+    private mutating func forgetLifecycle() -> ConnectionLifecycle.Action {
+        lifecycle = ConnectionLifecycle(policy: Self.lifecyclePolicy(plan, faults))
+        return advance(.start)
+    }
+
+    /// Connect attempt `attempt`; on success drives the connection until it ends. Returns the lifecycle's next action.
+    private mutating func connectAndDrive(attempt: Int, downSince: inout LoopClock.Instant?) async -> ConnectionLifecycle.Action {
+        let isReconnect = downSince != nil
+        ledger.checkConnectAttempt(lifecycle.lastTransition, isStopped: latch.isStopped(id), isReconnect: isReconnect,
+                                   maximumAttempts: plan.websocket.reconnect?.maximumAttempts, actor: history)
+        let manager = WebSocketManager(url: plan.url, configuration: plan.configuration, loop: loop)
+        recorder.connectAttempts += 1
+        if isReconnect {
+            recorder.reconnects += 1
+            recorder.reconnectsByTick[LoopRecorder.tick(clock.now), default: 0] += 1
+        }
+        history.note(attempt == 0 ? "connect" : "reconnect attempt \(attempt)")
+        if let error = await Self.connect(manager, on: loop) {
+            recorder.recordError(error.code)
+            history.note("connect failed: \(error.code.rawValue)")
+            if downSince == nil { downSince = clock.now }
+            return advance(.connectFailed)
+        }
+        let isOpen = await manager.state == .open
+        let timings = await manager.handshakeTimings
+        let connectedAt = await manager.connectedAt
+        ledger.check(.connectedAfterHandshake, isOpen && timings != nil && connectedAt != nil, actor: history,
+                     "connect() returned without an open, timed handshake")
+        if let timings, let connectedAt {
+            ledger.check(.connectedAfterHandshake, connectedAt >= timings.completedAt, actor: history,
+                         "connected \(formatDuration(connectedAt.duration(to: timings.completedAt))) before the 101 was validated")
+        }
+        openedConnections.append(manager)
+        let live = await pruneClosedConnections()
+        ledger.check(.oneLiveConnection, live == 1, actor: history, "\(live) live connections")
+        history.note("connected")
+        if faults.connectWhileLive && strayConnection == nil {
+            strayConnection = manager  // the fault: connect again while this connection stays open
+            return forgetLifecycle()
+        }
+        hasConnectedSinceBackoff = true
+        if let timings {
+            recorder.connect.record(microseconds: timings.tcpConnect)
+            if let tls = timings.tlsHandshake { recorder.tlsHandshake.record(microseconds: tls) }
+            recorder.upgrade.record(microseconds: timings.upgrade)
+        }
+        if let since = downSince { recorder.reconnectRecovery.record(microseconds: since.duration(to: clock.now)) }
+        downSince = nil
+        previousBackoff = nil
+        // The `keepAttemptsAfterSuccess` fault hides the success from the lifecycle, so its attempts run on.
+        if !faults.keepAttemptsAfterSuccess { _ = advance(.connected) }
+        recorder.connectionsOpened += 1
+        recorder.liveConnections += 1
+        let ending = await drive(manager)
+        recorder.liveConnections -= 1
+        _ = await pruneClosedConnections()
+        let closeCode = await manager.closeCode
+        let closeReason = await manager.closeReason
+        if let closeCode { recorder.disconnects[closeCode.rawValue, default: 0] += 1 }
+        ledger.check(.closeAccounted, closeCode.map { $0 != .abnormalClosure || !(closeReason ?? "").isEmpty } ?? false,
+                     actor: history, closeCode == nil ? "the connection ended without a close outcome"
+                         : "closed 1006 without a reason")
+        if closeCode != nil {
+            // The pull-mode counterpart of "no event after `.disconnected`": a read after the end must fail.
+            let lateMessage = try? await manager.receive()
+            ledger.check(.nothingAfterDisconnect, lateMessage == nil, actor: history,
+                         "a message was delivered after the connection ended")
+        }
+        history.note("disconnected \(closeCode.map { String($0.rawValue) } ?? "-") (\(ending))")
+        if ending == .stopped && faults.reconnectAfterIntentionalDisconnect && !isStopFaultSpent {
+            isStopFaultSpent = true
+            return forgetLifecycle()  // the fault: once, connect again after the run stopped this actor
+        }
+        if ending == .dropped {
             downSince = clock.now
             recorder.dropsByTick[LoopRecorder.tick(clock.now), default: 0] += 1
-            guard await backOff(attempt: &attempt, previousDelay: &previousDelay) else { return }
+        }
+        return endConnection(ending)
+    }
+
+    /// Tells the lifecycle how the connection ended; returns its next action.
+    private mutating func endConnection(_ ending: Ending) -> ConnectionLifecycle.Action {
+        switch ending {
+        case .stopped: _ = advance(.stopRequested)  // drive closed it gracefully already
+        case .finished: _ = advance(.finished)
+        case .dropped: break
+        }
+        switch lifecycle.state {
+        case .open: return advance(.dropped)
+        case .draining: return advance(.closeFinished)
+        case .connecting: return advance(.connectFailed)  // the success was hidden from it (a fault)
+        case .idle, .closed, .backingOff, .stopped: return .none
         }
     }
 
@@ -194,38 +250,27 @@ struct VirtualUser {
         }
     }
 
-    /// Waits the policy's next delay (or less, if stopped meanwhile); false when there is no next attempt.
-    private mutating func backOff(attempt: inout Int, previousDelay: inout Duration?) async -> Bool {
-        // The `attemptBeyondMaximum` fault asks the policy about the attempt before the next one.
-        let next = faults.attemptBeyondMaximum ? attempt : attempt + 1
-        guard let policy = plan.websocket.reconnect, policy.allows(attempt: next) else {
-            if plan.websocket.reconnect != nil { recorder.recordError(EngineErrorCode.reconnectGaveUp) }
-            return false
+    /// Waits the backoff the lifecycle drew (or less, if stopped meanwhile); returns the lifecycle's next action.
+    private mutating func backOff(_ drawn: Duration) async -> ConnectionLifecycle.Action {
+        guard let transition = lifecycle.lastTransition, let policy = plan.websocket.reconnect else {
+            return advance(.stopRequested)  // unreachable: a wait follows a backoff drawn from the scenario's policy
         }
-        attempt += 1
-        if hasConnectedSinceBackoff {
-            ledger.check(.attemptsReset, attempt == 1, actor: history, "first reconnect after a success is attempt \(attempt)")
-            hasConnectedSinceBackoff = false
-        }
-        let bounds = policy.bounds(attempt: attempt, previousDelay: previousDelay)
-        var delay = policy.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
+        var delay = drawn
         if faults.truncateBackoffToWholeSeconds { delay = .seconds(delay.components.seconds) }
-        ledger.check(.reconnectDelay, bounds.contains(delay), actor: history,
-                     "delay \(formatDuration(delay)) outside \(formatDuration(bounds.lowerBound))–\(formatDuration(bounds.upperBound)) for attempt \(attempt)")
-        history.note("backoff \(formatDuration(delay)) before attempt \(attempt)")
-        previousDelay = delay
+        ledger.checkBackoff(transition, waiting: delay, policy: policy, previousDelay: previousBackoff,
+                            isFirstAfterSuccess: hasConnectedSinceBackoff, actor: history)
+        hasConnectedSinceBackoff = false
+        history.note("backoff \(formatDuration(delay)) before attempt \(transition.attempt)")
+        previousBackoff = delay
         // A wake left over from the connection (a ping timer that fired as the reader ended) must not cut
-        // the backoff short: the delay is the policy's, to the nanosecond.
+        // the backoff short: the delay is the lifecycle's, to the nanosecond.
         latch.discardPendingWake(id)
         let started = clock.now
         let deadline = started.advanced(by: faults.cutBackoffShort ? delay / 2 : delay)
         while !latch.isStopped(id) && clock.now < deadline { await waitForLatch(until: deadline) }
-        if !latch.isStopped(id) {
-            let waited = started.duration(to: clock.now)
-            ledger.check(.reconnectDelay, waited >= delay - .milliseconds(1), actor: history,
-                         "waited \(formatDuration(waited)) of a \(formatDuration(delay)) backoff")
-        }
-        return !latch.isStopped(id)
+        if latch.isStopped(id) { return advance(.stopRequested) }
+        ledger.checkBackoffWaited(started.duration(to: clock.now), of: delay, actor: history)
+        return advance(.backoffElapsed)
     }
 
     /// Waits until this connection is stopped or woken, or `deadline` passes.

@@ -114,6 +114,13 @@ struct ReconnectingWebSocketTests {
                 ], "\(events)")
                 // Exact backoff on the manual clock: one 300 ms wait per reconnect, back to back.
                 #expect(clock.recordedDeadlines.map(\.offset) == (1...3).map { .milliseconds(300 * $0) })
+                // The lifecycle's record says the same: attempts 0, 1, 1, 1, each connect at its backoff's end.
+                let transitions = await socket.transitions
+                let connects = transitions.filter { $0.to == .connecting }
+                #expect(connects.map(\.attempt) == [0, 1, 1, 1])
+                #expect(connects.map(\.instant) == (0...3).map { .milliseconds(300 * $0) })
+                #expect(transitions.filter { $0.to == .backingOff }.map(\.delay) == Array(repeating: .milliseconds(300), count: 3))
+                #expect(transitions.last?.to == .stopped(.intentional))
             }
         }
     }
@@ -144,6 +151,10 @@ struct ReconnectingWebSocketTests {
                 "error(connect)", "reconnecting(1, 0.1 seconds)", "error(connect)", "reconnecting(2, 0.2 seconds)",
                 "error(connect)", "reconnecting(3, 0.4 seconds)", "error(connect)", "gaveUp(3)",
             ])
+            let transitions = await socket.transitions
+            #expect(transitions.filter { $0.to == .connecting }.map(\.attempt) == [0, 1, 2, 3])
+            #expect(transitions.last.map { ($0.to, $0.attempt, $0.instant) } ?? (.idle, 0, .zero) ==
+                    (.stopped(.gaveUp), 3, .milliseconds(700)))
         }
     }
 
@@ -162,6 +173,8 @@ struct ReconnectingWebSocketTests {
             }
             #expect(await socket.connectionCount == 0)
             #expect(clock.recordedDeadlines.count == 1)
+            let last = await socket.transitions.last
+            #expect(last?.from == .backingOff && last?.to == .stopped(.intentional) && last?.event == .stopRequested)
         }
     }
 }

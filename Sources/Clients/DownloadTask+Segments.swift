@@ -72,16 +72,32 @@ extension DownloadTask {
         }
     }
 
-    /// One connection's loop: take a pending segment, fetch it (retrying), repeat.
+    /// One connection's loop: take a pending segment, fetch it (retrying as the segment's lifecycle decides),
+    /// repeat.
     private func work(startingWith opened: OpenedResponse?) async throws {
         var connection: HTTPClientConnection?
         var opened = opened
         if let first = opened { pending.insert(first.segment, at: 0) }
         while let segment = pending.first {
             pending.removeFirst()
-            var attempt = 0
-            var previousDelay: Duration?
-            while !plan[segment].isComplete {
+            try await fetchWithRetries(segment: segment, opened: &opened, connection: &connection)
+        }
+        if let connection { release(connection) }
+    }
+
+    /// Fetches what remains of `segment`: the segment's ``TransferRetries`` decides each attempt and backoff, and
+    /// the resource deadline stops it (``expireResource()``); this only does the requests and the sleeping.
+    private func fetchWithRetries(
+        segment: Int, opened: inout OpenedResponse?, connection: inout HTTPClientConnection?
+    ) async throws {
+        guard !plan[segment].isComplete else { return }
+        segmentAttempts[segment] = TransferRetries(policy: configuration.retry)
+        defer { segmentAttempts[segment] = nil }
+        if isResourceTimedOut { segmentAttempts[segment]?.stop(at: elapsed) }
+        var step = segmentAttempts[segment]!.begin(at: elapsed, using: &random)
+        while true {
+            switch step {
+            case .attempt:
                 do {
                     if let first = opened {
                         opened = nil
@@ -91,20 +107,27 @@ extension DownloadTask {
                     } else {
                         try await fetch(segment: segment, reusing: &connection)
                     }
+                    if plan[segment].isComplete {
+                        segmentAttempts[segment]?.attemptSucceeded(at: elapsed)
+                        return
+                    }
+                    // A response that ended the segment early without an error: ask again (the same attempt).
                 } catch let error as RestartNeeded {
                     throw error
                 } catch {
                     let failure = TransferError.from(error, doing: "segment \(segment)")
-                    attempt += 1
-                    guard failure.isRetryable, !isResourceTimedOut, configuration.retry.allows(attempt: attempt) else { throw failure }
-                    retries += 1
-                    let delay = configuration.retry.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
-                    previousDelay = delay
-                    try await loop.sleep(for: delay)
+                    step = segmentAttempts[segment]!.attemptFailed(failure, at: elapsed, using: &random)
                 }
+            case .wait(let delay):
+                retries += 1
+                try await loop.sleep(for: delay)
+                step = segmentAttempts[segment]!.backoffElapsed(at: elapsed, using: &random)
+            case .end:
+                // Given up (its last failure), or stopped by the resource deadline (run() reports that).
+                throw segmentAttempts[segment]?.lastFailure
+                    ?? TransferError(.resourceTimeout, "segment \(segment) was stopped before its first request")
             }
         }
-        if let connection { release(connection) }
     }
 
     /// One ranged request for what remains of `segment`.

@@ -9,7 +9,8 @@ import Runtime
 /// Resuming sends `Range` with `If-Range`; a 200 answer (the file changed) or changed validators restart
 /// cleanly from zero, and a 416 for a complete file finishes it. Ranged downloads probe with `bytes=0-`:
 /// a 206 gives the length and the plan, a 200 means the server ignores ranges, and that response is
-/// then read as the single stream. Failed segments retry with the backoff policy from where they stopped.
+/// then read as the single stream. Failed segments retry from where they stopped, as each segment's connection
+/// lifecycle decides (``TransferRetries``).
 public actor DownloadTask {
     public nonisolated let loop: EventLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -32,6 +33,11 @@ public actor DownloadTask {
     var limiter: BandwidthLimiter?
     var liveConnections: [ObjectIdentifier: HTTPClientConnection] = [:]
     var isResourceTimedOut = false
+    /// The attempts of the segments being fetched: their lifecycles decide retries, backoff and give-up, and
+    /// the resource deadline stops each.
+    var segmentAttempts: [Int: TransferRetries] = [:]
+    /// When ``run()`` began: lifecycle events are reported as time since then.
+    var startedAt = LoopClock().now
     var random = SeededRandomNumberGenerator(seed: nil)
     var lastCheckpoint = LoopClock().now
 
@@ -92,6 +98,7 @@ public actor DownloadTask {
     public func run() async throws -> DownloadResult {
         let clock = LoopClock()
         let start = clock.now
+        startedAt = start
         let deadline = ScheduledTimer(on: loop, after: configuration.resourceTimeout) { [weak self] in
             guard let self else { return }
             self.assumeIsolated { $0.expireResource() }
@@ -142,10 +149,17 @@ public actor DownloadTask {
 
     // MARK: Setup
 
+    /// The resource deadline: every segment's lifecycle stops (nothing is tried again) and the requests in flight
+    /// are cut short.
     private func expireResource() {
         isResourceTimedOut = true
+        let now = elapsed
+        for segment in segmentAttempts.keys { segmentAttempts[segment]?.stop(at: now) }
         closeAllConnections()
     }
+
+    /// Time since ``run()`` began, for lifecycle events.
+    var elapsed: Duration { startedAt.duration(to: LoopClock().now) }
 
     func closeAllConnections() {
         for connection in liveConnections.values { connection.close() }

@@ -44,6 +44,7 @@ extension DownloadTask {
                     throw TransferError(.httpStatus, "bad redirect: \(error)", status: head.status)
                 }
             default:
+                // The error page only decorates the status error thrown below; a failure reading it must not mask that.
                 let body = try? await connection.readBody(framing: framing, limit: 512)
                 release(connection)
                 let text = String(decoding: body ?? [], as: UTF8.self).filter { !$0.isNewline }.prefix(120)

@@ -136,11 +136,13 @@ public actor DownloadTask {
                 : TransferError.from(error, doing: "download of \(request.url)")
             if failure.code != .digestMismatch && failure.code != .lengthMismatch && bytesWritten > 0 {
                 failure.resumeData = resumeData
+                // Best effort: the failure being thrown is the one to report; an unsynced part file is still resumable.
                 try? part?.synchronizeIfDurable(configuration.isDurable)
             } else {
                 // Nothing worth resuming (or bytes that are wrong): leave no partial file behind.
                 part?.close()
                 part = nil
+                // Best effort on a path that is already failing: the failure thrown below is the one to report.
                 try? FileSystem.remove(request.partPath)
             }
             throw failure

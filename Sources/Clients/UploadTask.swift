@@ -40,8 +40,8 @@ public struct UploadResult: Sendable {
 }
 
 /// Uploads a file with `Content-Length`, streamed from disk in 256 KiB reads with the connection's
-/// backpressure. Retryable failures start the upload again after the backoff delay (HTTP/1.1 has no
-/// standard way to continue a partial upload).
+/// backpressure. Retryable failures start the upload again after the backoff delay the connection lifecycle
+/// draws (HTTP/1.1 has no standard way to continue a partial upload).
 public actor UploadTask {
     public nonisolated let loop: EventLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -51,7 +51,8 @@ public actor UploadTask {
     private var random = SeededRandomNumberGenerator(seed: nil)
     private var statuses: [Int: Int] = [:]
     private var connection: HTTPClientConnection?
-    private var isResourceTimedOut = false
+    /// The request's attempts: the connection lifecycle decides retries, backoff, give-up and the deadline's stop.
+    private var attempts: TransferRetries
 
     public init(request: UploadRequest, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop,
                 onProgress: (@Sendable (UploadProgress) -> Void)? = nil) {
@@ -59,14 +60,17 @@ public actor UploadTask {
         self.request = request
         self.configuration = configuration
         self.onProgress = onProgress
+        attempts = TransferRetries(policy: configuration.retry)
     }
 
     public func run() async throws -> UploadResult {
         let clock = LoopClock()
         let start = clock.now
+        attempts = TransferRetries(policy: configuration.retry)
+        // The resource deadline stops the lifecycle (no attempt after it) and cuts the attempt in flight short.
         let deadline = ScheduledTimer(on: loop, after: configuration.resourceTimeout) { [weak self] in
             self?.assumeIsolated { task in
-                task.isResourceTimedOut = true
+                task.attempts.stop(at: start.duration(to: LoopClock().now))
                 task.connection?.close()
             }
         }
@@ -74,28 +78,30 @@ public actor UploadTask {
             deadline.cancel()
             connection?.close()
         }
-        var attempt = 0
-        var previousDelay: Duration?
-        var retries = 0
+        var step = attempts.begin(at: .zero, using: &random)
         while true {
-            do {
-                var result = try await attemptUpload()
-                result.duration = start.duration(to: clock.now)
-                result.retries = retries
-                return result
-            } catch {
-                connection?.close()
-                connection = nil
-                if isResourceTimedOut {
+            switch step {
+            case .attempt:
+                do {
+                    var result = try await attemptUpload()
+                    attempts.attemptSucceeded(at: start.duration(to: clock.now))
+                    result.duration = start.duration(to: clock.now)
+                    result.retries = attempts.retries
+                    return result
+                } catch {
+                    connection?.close()
+                    connection = nil
+                    let failure = TransferError.from(error, doing: "upload of \(request.file)")
+                    step = attempts.attemptFailed(failure, at: start.duration(to: clock.now), using: &random)
+                }
+            case .wait(let delay):
+                try await loop.sleep(for: delay)
+                step = attempts.backoffElapsed(at: start.duration(to: clock.now), using: &random)
+            case .end:
+                if attempts.isStopped {
                     throw TransferError(.resourceTimeout, "the upload did not finish within \(configuration.resourceTimeout)")
                 }
-                let failure = TransferError.from(error, doing: "upload of \(request.file)")
-                attempt += 1
-                guard failure.isRetryable, configuration.retry.allows(attempt: attempt) else { throw failure }
-                retries += 1
-                let delay = configuration.retry.delay(attempt: attempt, previousDelay: previousDelay, using: &random)
-                previousDelay = delay
-                try await loop.sleep(for: delay)
+                throw attempts.lastFailure ?? TransferError(.cancelled, "upload of \(request.file) ended before its first attempt")
             }
         }
     }

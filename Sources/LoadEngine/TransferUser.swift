@@ -76,6 +76,8 @@ struct TransferUser {
 
     // MARK: Downloads
 
+    /// File removals here are best effort (`try?`): a file that stays is what the no-temporary-files check just
+    /// after reports, so a failed removal is never silent.
     private mutating func download(_ sequence: Int) async {
         var destination = transfer.directory + "/\(plan.scenario.name)-\(id)-\(sequence).bin"
         let scenario = transfer.scenario
@@ -144,7 +146,8 @@ struct TransferUser {
         }
     }
 
-    /// The `corruptPartialFile` fault: a torn write in the bytes a resume keeps.
+    /// The `corruptPartialFile` fault: a torn write in the bytes a resume keeps. Best effort (`try?`): a fault that
+    /// could not be injected makes its proof test fail, which is where that shows.
     private static func flipFirstByte(of path: String) {
         guard let file = try? DataFile.open(path, mode: .readWrite) else { return }
         var byte: [UInt8] = []
@@ -186,6 +189,7 @@ struct TransferUser {
 
     // MARK: Uploads
 
+    /// Removals of the multipart body are best effort (`try?`): one that stays is what the check at the end reports.
     private mutating func upload(_ sequence: Int) async {
         guard let file = transfer.uploadFile else { return }
         let clock = LoopClock()

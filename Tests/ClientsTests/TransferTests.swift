@@ -168,6 +168,28 @@ struct EmbeddedDownloadTests {
         #expect(result.retries >= 4 && result.bytesTransferred == size)
     }
 
+    @Test("the resource deadline during a segment's backoff stops the download: resource_timeout, no request after it")
+    func deadlineDuringSegmentBackoff() async throws {
+        let scratch = try TransferScratch()
+        let size: Int64 = 4_000_000
+        let failure = try await withLoopGroup { group in
+            try await withEmbeddedServer(on: group) { server in
+                // Two 2 MB segments, every response cut after 1.5 MB; the backoff (400 ms) outlasts the 200 ms deadline.
+                let configuration = TransferConfiguration(
+                    resourceTimeout: .milliseconds(200),
+                    retry: ReconnectPolicy(initialDelay: .milliseconds(400), maximumDelay: .milliseconds(400), jitter: .none,
+                                           maximumAttempts: 5))
+                let failure = try await failedDownload("\(server.httpURL)/bytes/\(size)?seed=4&drop_after=1500000",
+                                                       to: scratch.file("f"), segments: 2, configuration: configuration,
+                                                       loop: group.loops[0])
+                // The probe and the second segment's first request at most: no retry after the deadline.
+                #expect(server.statistics.httpRequests.load(ordering: .relaxed) <= 2)
+                return failure
+            }
+        }
+        #expect(failure.metricCode == "resource_timeout", "\(failure)")
+    }
+
     @Test("the file changed between attempts: If-Range gets a 200 and the download restarts cleanly")
     func changedFile() async throws {
         let scratch = try TransferScratch()
@@ -295,6 +317,31 @@ struct UploadTests {
                     #expect(error.code == .httpStatus && error.status == 405)
                 }
                 #expect(server.statistics.httpRequests.load(ordering: .relaxed) == 4)
+            }
+        }
+    }
+
+    @Test("the resource deadline during a backoff stops the upload: resource_timeout, no attempt after the deadline")
+    func deadlineDuringBackoff() async throws {
+        let scratch = try TransferScratch()
+        try scratch.writePattern("up.bin", size: 1000, seed: 1)
+        try await withLoopGroup { group in
+            try await withEmbeddedServer(on: group) { server in
+                let loop = group.loops[0]
+                // Every attempt gets a 503; the backoff (400 ms, no jitter) outlasts the 100 ms resource deadline.
+                let configuration = TransferConfiguration(
+                    resourceTimeout: .milliseconds(100),
+                    retry: ReconnectPolicy(initialDelay: .milliseconds(400), maximumDelay: .milliseconds(400), jitter: .none,
+                                           maximumAttempts: 10))
+                let failing = UploadRequest(url: try HTTPURL("\(server.httpURL)/upload?fail_rate=1"), file: scratch.file("up.bin"))
+                do {
+                    _ = try await onLoop(loop) { try await UploadTask(request: failing, configuration: configuration, loop: loop).run() }
+                    Issue.record("expected a failure")
+                } catch let error as TransferError {
+                    #expect(error.code == .resourceTimeout, "\(error)")
+                }
+                // The first attempt (or none, when the deadline cut it before the request arrived), never a retry.
+                #expect(server.statistics.httpRequests.load(ordering: .relaxed) <= 1)
             }
         }
     }
@@ -517,10 +564,14 @@ struct DownloadOptionTests {
                 #expect(failure.metricCode == "resource_timeout", "\(failure)")
                 #expect((failure.resumeData?.bytesOnDisk ?? 0) > 0)
                 let loop = group.loops[0]
+                let beginDate = WallClock.secondsSince1970() + 0.4
                 let request = DownloadRequest(url: try HTTPURL("\(server.httpURL)/bytes/10"), destination: scratch.file("late.bin"),
-                                              earliestBeginDate: WallClock.secondsSince1970() + 0.4)
+                                              earliestBeginDate: beginDate)
                 let result = try await onLoop(loop) { try await DownloadTask(request: request, loop: loop).run() }
-                #expect(result.duration >= .milliseconds(350), "\(result.duration)")
+                // Not before the date, whatever the box's speed: a starved loop that starts the task late must not
+                // make a correct wait look short (it did: a 335 ms duration on a busy box).
+                let finished = WallClock.secondsSince1970()
+                #expect(finished >= beginDate, "finished \(beginDate - finished) s before the begin date (\(result.duration))")
             }
         }
     }

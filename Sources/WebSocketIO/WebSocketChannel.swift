@@ -11,31 +11,34 @@ import WebSocket
 /// Whatever the owner queues on ``connection`` is written by ``flush()``, and before every read.
 ///
 /// Loop-confined like its stream: its owner is an actor on the stream's loop, and the async methods run
-/// on the caller's executor (no hop). On the echo path a parsed message costs no call beyond the parser's
-/// (``next()`` is inlined into its caller); reading, pings and closing are out of line.
-package final class WebSocketChannel {
+/// on the caller's executor (no hop). On the echo path a parsed message costs no call beyond the parser's:
+/// ``next()``, ``flush()`` and the read are inlined into their callers; pings and closing are out of line.
+/// Public rather than `package` for that reason alone: release builds inline `@inlinable public` bodies
+/// across modules but not `@inlinable package` ones (measured with Swift 6.3: an async call, and its
+/// task-allocator frame, per message).
+public final class WebSocketChannel {
     /// The transport: TCP, or TLS over it.
-    package let stream: any ByteStream
+    public let stream: any ByteStream
     /// The protocol state. Owners queue messages, pings and closes on it, then ``flush()``.
-    package var connection: WebSocketConnection
+    public var connection: WebSocketConnection
     /// After a client received the server's close: how long it waits for the server to close TCP.
-    package let closeTimeout: Duration
+    public let closeTimeout: Duration
     /// When set, bytes that arrive are held back until then before they are parsed (the embedded server's
     /// stall); checked once per read, and cleared when it takes effect.
-    package var readsHeldUntil: LoopClock.Instant?
+    public var readsHeldUntil: LoopClock.Instant?
 
     /// Kept across reads so a busy connection reuses one allocation; empty while a read is pending.
-    private var readBuffer: [UInt8] = []
+    @usableFromInline var readBuffer: [UInt8] = []
     /// Set when a client has received the server's close: the next ``next()`` waits for the server's FIN.
-    private var isAwaitingPeerClose = false
+    @usableFromInline var isAwaitingPeerClose = false
 
     /// Bytes per read; what libuv's per-loop scratch buffer holds.
-    private static let readSize = 64 * 1024
+    @usableFromInline static let readSize = 64 * 1024
 
     /// - Parameters:
     ///   - connection: the state after the handshake, already fed any bytes read past the handshake.
     ///   - closeTimeout: how long a client waits for the server's FIN after the closing handshake.
-    package init(stream: any ByteStream, connection: WebSocketConnection, closeTimeout: Duration = .seconds(5)) {
+    public init(stream: any ByteStream, connection: WebSocketConnection, closeTimeout: Duration = .seconds(5)) {
         self.stream = stream
         self.connection = connection
         self.closeTimeout = closeTimeout
@@ -46,8 +49,8 @@ package final class WebSocketChannel {
     /// connection is closed: the next call returns nil (a client first waits for the server's FIN).
     /// - Throws: the transport's error if a read or write fails (the caller closes the stream), or
     ///   `CancellationError` if cancelled while waiting.
-    @inlinable
-    package func next() async throws -> WebSocketConnection.Event? {
+    @inlinable @inline(__always)
+    public func next() async throws -> WebSocketConnection.Event? {
         // The echo hot path: a message already parsed is returned without another call.
         if let event = connection.nextEvent() {
             if case .message = event { return event }
@@ -57,14 +60,15 @@ package final class WebSocketChannel {
     }
 
     /// Writes whatever is queued on ``connection`` (replies, messages, pings, closes), in order.
-    @inlinable
-    package func flush() async throws {
+    @inlinable @inline(__always)
+    public func flush() async throws {
         guard connection.hasOutput else { return }
         try await stream.write(connection.takeOutput())
     }
 
-    /// Flushes, then reads until an event is parsed or the transport ends.
-    @usableFromInline
+    /// Flushes, then reads until an event is parsed or the transport ends. Inlined too: with one message
+    /// in flight every message needs a read, and an out-of-line async call costs a frame each time.
+    @inlinable @inline(__always)
     func readMore() async throws -> WebSocketConnection.Event? {
         while true {
             guard connection.state != .closed else {
@@ -116,7 +120,8 @@ package final class WebSocketChannel {
 
     /// RFC 6455 §7.1.1: the server closes TCP first, so a client reads until the server's FIN, at most
     /// ``closeTimeout`` (then it closes the stream itself). What arrives after a close frame is discarded.
-    private func awaitPeerClose() async {
+    @usableFromInline
+    func awaitPeerClose() async {
         let stream = stream
         let timer = ScheduledTimer(on: stream.loop, after: closeTimeout) { stream.close() }
         defer { timer.cancel() }

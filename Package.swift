@@ -23,12 +23,13 @@ let package = Package(
         .target(name: "Histogram", dependencies: ["CZlib", "Crypto"], swiftSettings: swiftSettings),
         .target(name: "WebSocket", dependencies: ["Crypto", "HTTP1", "CZlib"], swiftSettings: swiftSettings),
         .target(name: "Runtime", dependencies: ["CLibUV", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "WebSocketIO", dependencies: ["Runtime", "WebSocket"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
         .target(name: "Lifecycle", swiftSettings: swiftSettings),
         .target(name: "Profile", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "WebSocket"], swiftSettings: swiftSettings),
         .target(name: "Reporting", dependencies: ["Crypto", "Histogram", "JSON", "Profile"], swiftSettings: swiftSettings),
-        .target(name: "Clients", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "Runtime", "WebSocket"], swiftSettings: swiftSettings),
-        .target(name: "EmbeddedServer", dependencies: ["Crypto", "HTTP1", "Profile", "Runtime", "WebSocket"], swiftSettings: swiftSettings),
+        .target(name: "Clients", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "Runtime", "WebSocket", "WebSocketIO"], swiftSettings: swiftSettings),
+        .target(name: "EmbeddedServer", dependencies: ["Crypto", "HTTP1", "Profile", "Runtime", "WebSocket", "WebSocketIO"], swiftSettings: swiftSettings),
         .target(
             name: "LoadEngine",
             dependencies: ["Clients", "Crypto", "Histogram", "HTTP1", "JSON", "Lifecycle", "Profile", "Reporting", "Runtime", "WebSocket"],
@@ -73,5 +74,6 @@ let package = Package(
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Lifecycle", "Profile", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Crypto", "Runtime"]),
+        .testTarget(name: "WebSocketIOTests", dependencies: ["WebSocketIO", "WebSocket", "Runtime", "TestSupport"]),
     ]
 )

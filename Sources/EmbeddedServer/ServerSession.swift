@@ -3,24 +3,25 @@ import HTTP1
 import Profile
 import Runtime
 import WebSocket
+import WebSocketIO
 
-/// One accepted connection of the embedded server: TLS, the upgrade, then echo with chaos.
+/// One accepted connection of the embedded server: TLS, the upgrade, then echo with chaos, read by the
+/// WebSocket read loop the client shares (`WebSocketChannel`).
 actor ServerSession {
     let tcp: TCPConnection
     let server: EmbeddedServer
     nonisolated let loop: EventLoop
     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    /// The transport from the accept on (the upgrade and a plain HTTP request read it before there is a channel).
     private var stream: (any ByteStream)?
-    /// Non-optional: reading fields through an optional copied the whole struct per message.
-    private var connection = WebSocketConnection.closedPlaceholder
+    /// The read loop and the protocol state, once the upgrade was accepted.
+    private var channel: WebSocketChannel?
     private var random: SeededRandomNumberGenerator
     private var isClosed = false
     /// Forces the close if the client never answers a chaos close frame.
     private var closeTimer: ScheduledTimer?
     /// Set when the client opened `/push`.
     private var push: PushStream?
-    /// Until when reads are stalled by a chaos action.
-    private var stalledUntil: LoopClock.Instant?
     /// A plain HTTP request (no upgrade) for ``HTTPService``, with the bytes read after its head.
     private var httpRequest: (HTTPRequestHead, [UInt8])?
 
@@ -60,6 +61,7 @@ actor ServerSession {
         await withDiscardingTaskGroup { tasks in
             if let delay = chaos.closeAfter {
                 tasks.addTask(executorPreference: loop.taskExecutor) {
+                    // The sleep fails only when the session ends first (cancelled): then there is nothing to close.
                     guard (try? await self.loop.sleep(for: delay)) != nil else { return }
                     await self.chaosClose()
                 }
@@ -108,7 +110,7 @@ actor ServerSession {
                     limits.compression = compression
                     var connection = WebSocketConnection(role: .server, configuration: limits)
                     connection.receive(buffer[length...])
-                    self.connection = connection
+                    channel = WebSocketChannel(stream: byteStream, connection: connection)
                     return true
                 }
             }
@@ -117,6 +119,7 @@ actor ServerSession {
             let body = "bad request: \(error)\n"
             let response = HTTPResponseHead(status: 400, reason: "Bad Request",
                                             headers: ["Content-Length": String(body.utf8.count), "Connection": "close"])
+            // Best effort: the connection is closed next whether or not the client can still read the answer.
             try? await stream?.write(response.serialized() + Array(body.utf8))
             return false
         } catch {
@@ -124,50 +127,38 @@ actor ServerSession {
         }
     }
 
+    /// Echoes every message back until the connection ends. The channel answers pings, replies to the
+    /// client's close (the server then closes TCP first, §7.1.1) and writes the close frame of a failure.
     private func echoLoop() async {
-        guard let stream else { return }
+        guard let channel else { return }
         if chaos.isReadingStopped {
-            // A stalled server: keep the socket open, read nothing, answer nothing, until cancelled.
+            // A stalled server: keep the socket open, read nothing, answer nothing, until cancelled (the
+            // sleep's only failure, which ends the session as intended).
             try? await loop.sleep(for: .seconds(365 * 24 * 3600))
             return
         }
-        // Grows to what reads deliver; no up-front reservation (idle connections must stay small).
-        var buffer: [UInt8] = []
         do {
-            while !isClosed {
-                while let event = connection.nextEvent() {
-                    switch event {
-                    case .message(let message):
-                        if let delay = chaos.echoDelay { try await loop.sleep(for: delay) }
-                        if chaos.closeProbability > 0 && Double.random(in: 0..<1, using: &random) < chaos.closeProbability {
-                            await chaosClose()
-                            continue
-                        }
-                        connection.send(message)
-                        server.statistics.messagesEchoed.add(1, ordering: .relaxed)
-                    case .ping, .pong:
-                        break
-                    case .closeReceived:
-                        try? await flush()
-                        return  // The server closes TCP first (§7.1.1).
-                    case .failed:
-                        server.statistics.protocolFailures.add(1, ordering: .relaxed)
-                        try? await flush()
-                        return
+            while let event = try await channel.next() {
+                switch event {
+                case .message(let message):
+                    if let delay = chaos.echoDelay { try await loop.sleep(for: delay) }
+                    if chaos.closeProbability > 0 && Double.random(in: 0..<1, using: &random) < chaos.closeProbability {
+                        await chaosClose()
+                        continue
                     }
+                    channel.connection.send(message)
+                    server.statistics.messagesEchoed.add(1, ordering: .relaxed)
+                case .ping, .pong:
+                    continue  // The channel answered the ping; an unsolicited pong needs nothing.
+                case .closeReceived:
+                    return  // The channel wrote our reply; the server closes TCP first (§7.1.1).
+                case .failed:
+                    server.statistics.protocolFailures.add(1, ordering: .relaxed)
+                    return
                 }
-                try await flush()
-                buffer.removeAll(keepingCapacity: true)
-                guard try await stream.read(into: &buffer, maxBytes: 64 * 1024) > 0 else { return }
-                if let until = stalledUntil {
-                    // A stalled server: what arrived waits, unanswered, until the stall ends.
-                    stalledUntil = nil
-                    try await LoopClock().sleep(until: until)
-                }
-                connection.receive(buffer)
             }
         } catch {
-            return
+            return  // The client went away, a chaos action closed the socket, or the session was cancelled.
         }
     }
 
@@ -176,20 +167,16 @@ actor ServerSession {
         let clock = LoopClock()
         var sequence: UInt64 = 0
         var next = clock.now.advanced(by: push.interval)
-        while !isClosed && connection.state == .open {
+        guard let channel else { return }
+        while !isClosed && channel.connection.state == .open {
             do { try await clock.sleep(until: next) } catch { return }
-            guard !isClosed && connection.state == .open else { return }
-            connection.send(.binary(push.message(sequence: sequence, sentNanoseconds: clock.now.nanoseconds)))
+            guard !isClosed && channel.connection.state == .open else { return }
+            channel.connection.send(.binary(push.message(sequence: sequence, sentNanoseconds: clock.now.nanoseconds)))
             sequence += 1
             server.statistics.messagesPushed.add(1, ordering: .relaxed)
-            do { try await flush() } catch { return }
+            do { try await channel.flush() } catch { return }
             next = next.advanced(by: push.interval)
         }
-    }
-
-    private func flush() async throws {
-        guard let stream, connection.hasOutput else { return }
-        try await stream.write(connection.takeOutput())
     }
 
     /// Chaos: drops the TCP connection at once (the client sees 1006), with a FIN or an RST.
@@ -204,26 +191,28 @@ actor ServerSession {
 
     /// Chaos: reads nothing more until `duration` has passed.
     func stall(for duration: Duration) {
-        stalledUntil = LoopClock().now.advanced(by: duration)
+        channel?.readsHeldUntil = LoopClock().now.advanced(by: duration)
     }
 
     /// Chaos: a close frame with `code`, then the closing handshake (forced after 5 s).
     func close(code: WebSocketCloseCode) async {
-        guard !isClosed, connection.state == .open else { return }
-        connection.close(code: code, reason: "chaos")
-        try? await flush()
+        guard !isClosed, let channel, channel.connection.state == .open else { return }
+        channel.connection.close(code: code, reason: "chaos")
+        // A failed write is safe to ignore: the client is gone, and the timer below ends the session anyway.
+        try? await channel.flush()
         let stream = stream
         closeTimer = ScheduledTimer(on: loop, after: .seconds(5)) { stream?.close() }
     }
 
     /// Ends the connection the way ``ChaosOptions/closeMode`` says.
     private func chaosClose() async {
-        guard !isClosed, connection.state == .open else { return }
+        guard !isClosed, let channel, channel.connection.state == .open else { return }
         server.statistics.chaosCloses.add(1, ordering: .relaxed)
         switch chaos.closeMode {
         case .closeFrame:
-            connection.close(code: chaos.closeCode, reason: "chaos")
-            try? await flush()
+            channel.connection.close(code: chaos.closeCode, reason: "chaos")
+            // A failed write is safe to ignore: the client is gone, and the echo loop's read then ends.
+            try? await channel.flush()
             // The echo loop ends when the client's close arrives; do not wait forever for it.
             let stream = stream
             closeTimer = ScheduledTimer(on: loop, after: .seconds(5)) { stream?.close() }

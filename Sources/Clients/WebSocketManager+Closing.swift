@@ -1,0 +1,66 @@
+import Runtime
+import WebSocket
+import WebSocketIO
+
+/// Closing: the intentional closing handshake (RFC 6455 §7.1.2), bounded by `closeTimeout`, and the abort.
+extension WebSocketManager {
+    /// Starts an intentional close without reading: queues and writes the close frame and returns. For a
+    /// driver whose own task is blocked in ``receive()``: that read then sees the rest of the messages in
+    /// flight and the peer's close, and ends with `not_connected` (`.disconnected` carries the peer's code).
+    /// Does nothing unless the connection is open.
+    public func beginClosing(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+        guard state == .open else { return }
+        state = .closing
+        ending = nil
+        guard let channel else { return }
+        channel.connection.close(code: code, reason: reason)
+        // Ignoring a failed write is safe: the read side then sees the transport end and reports 1006.
+        try? await channel.flush()
+    }
+
+    /// Drops the connection at once, without a closing handshake (the reader ends with 1006 and `reason`).
+    public func abort(reason: String) {
+        guard state != .closed, let stream else { return }
+        if ending == nil { ending = (.abnormalClosure, reason) }
+        stream.close()
+    }
+
+    /// Closes intentionally: sends a close frame, waits up to `closeTimeout` for the closing handshake,
+    /// then closes the transport. Idempotent; returns when the connection is closed.
+    public func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+        switch state {
+        case .idle:
+            state = .closed
+            finish()
+            return
+        case .connecting:
+            state = .closed
+            stream?.close()
+            return
+        case .closed:
+            return
+        case .open:
+            await beginClosing(code: code, reason: reason)
+        case .closing:
+            break
+        }
+        // Closing the socket ends whichever read is pending (run's reader or the loop below), which then
+        // reports `.disconnected`. Timer callbacks run on the loop thread outside any job.
+        let timer = ScheduledTimer(on: loop, after: configuration.closeTimeout) { [self] in
+            self.assumeIsolated { $0.stream?.close() }
+        }
+        if isRunning {
+            await withCheckedContinuation { continuation in
+                if state == .closed { continuation.resume() } else { closeWaiters.append(continuation) }
+            }
+        } else {
+            // Nobody else reads (the receive() mode): read until the peer's close ends the connection;
+            // messages still in flight are dropped. The timer bounds it.
+            while state != .closed {
+                do { _ = try await receive() } catch { break }
+            }
+            endReceiving()
+        }
+        timer.cancel()
+    }
+}

@@ -1,0 +1,126 @@
+import Runtime
+import WebSocket
+import WebSocketIO
+
+/// The read side, in both modes, over the one read loop the embedded server shares (`WebSocketChannel`):
+/// ``run()``'s reader turns events into ``WebSocketManager/Event``s; ``receive()`` is read by the calling task.
+extension WebSocketManager {
+    /// The next message, read by the calling task itself, like `URLSessionWebSocketTask.receive()`:
+    /// the fastest path (no reader task, no stream hop), for drivers that alternate send and receive.
+    /// Pings are answered and pongs matched while it reads. Use either this (after ``connect()``) or
+    /// ``run()``, not both.
+    /// - Throws: `protocol` after a violation (the connection is failed with its close code);
+    ///   `not_connected` once the connection has closed (``events()`` then ends with `.disconnected`).
+    public func receive() async throws(WebSocketClientError) -> WebSocketConnection.Message {
+        guard !isRunning else { throw WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
+        guard let channel, state == .open || state == .closing else {
+            if state == .closed && configuration.faults.isDeliveringAfterClose && !hasDeliveredAfterClose {
+                hasDeliveredAfterClose = true  // the fault: a message after `.disconnected`
+                return .text("late")
+            }
+            throw WebSocketClientError(.notConnected, "receive on a connection that is \(state)")
+        }
+        let failure: WebSocketClientError
+        do {
+            var isCloseReceived = false
+            reading: while true {
+                guard let event = try await channel.next() else {
+                    if isCloseReceived {
+                        failure = WebSocketClientError(.notConnected, "closed: \(ending.map { "\($0.code)" } ?? "")")
+                    } else {
+                        let detail = "the connection closed without a closing handshake"
+                        if ending == nil { ending = (.abnormalClosure, detail) }
+                        failure = WebSocketClientError(.notConnected, detail)
+                    }
+                    break reading
+                }
+                switch event {
+                case .message(let message):
+                    return message
+                case .ping:
+                    continue  // The channel answered it.
+                case .pong(let payload):
+                    didReceivePong(payload)
+                case .closeReceived(let code, let reason):
+                    didReceiveClose(code: code, reason: reason)  // The next read waits for the server's FIN.
+                    isCloseReceived = true
+                case .failed(let error):
+                    didFail(error)
+                    failure = WebSocketClientError(.protocolViolation, error.description, protocolError: error)
+                    break reading
+                }
+            }
+        } catch {
+            failure = Self.transportFailure(error)
+            if ending == nil { ending = (.abnormalClosure, failure.detail) }
+        }
+        endReceiving()
+        throw failure
+    }
+
+    /// After ``receive()`` saw the end: emit `.disconnected` and finish, as run() would.
+    func endReceiving() {
+        guard state != .closed else { return }
+        stream?.close()
+        let (code, reason) = ending ?? (.abnormalClosure, "connection ended")
+        eventContinuation.yield(.disconnected(code, reason))
+        finish()
+    }
+
+    /// ``run()``'s reader: events until the connection ends; `ending` then says how it ended.
+    func readLoop() async {
+        guard let channel else { return }
+        do {
+            while let event = try await channel.next() {
+                switch event {
+                case .message(.text(let text)):
+                    eventContinuation.yield(.text(text))
+                case .message(.binary(let bytes)):
+                    eventContinuation.yield(.data(bytes))
+                case .ping:
+                    continue  // The channel answered it.
+                case .pong(let payload):
+                    didReceivePong(payload)
+                case .closeReceived(let code, let reason):
+                    didReceiveClose(code: code, reason: reason)  // The next read waits for the server's FIN.
+                case .failed(let error):
+                    didFail(error)
+                    return
+                }
+            }
+            if ending == nil { ending = (.abnormalClosure, "the connection closed without a closing handshake") }
+        } catch {
+            guard ending == nil else { return }
+            if isPeerDead {
+                ending = (.abnormalClosure, "no pong within \(configuration.pongTimeout)")
+            } else if error is CancellationError || Task.isCancelled {
+                ending = (.abnormalClosure, "cancelled")
+            } else {
+                let failure = Self.transportFailure(error)
+                eventContinuation.yield(.error(failure))
+                ending = (.abnormalClosure, failure.detail)
+            }
+        }
+    }
+
+    /// The peer's close frame arrived (the channel wrote our reply): its code is what `.disconnected` reports.
+    private func didReceiveClose(code: WebSocketCloseCode?, reason: String) {
+        ending = (code ?? .noStatusReceived, reason.isEmpty ? nil : reason)
+        state = .closing
+    }
+
+    /// The peer broke the protocol (the channel wrote the close frame with the error's code).
+    private func didFail(_ error: WebSocketProtocolError) {
+        eventContinuation.yield(.error(WebSocketClientError(.protocolViolation, error.description, protocolError: error)))
+        ending = (error.closeCode, error.reason)
+    }
+
+    /// A failed read or write as the client reports it.
+    static func transportFailure(_ error: any Error) -> WebSocketClientError {
+        switch error {
+        case let error as WebSocketClientError: error
+        case let error as RuntimeError: .from(error, during: .transport)
+        default: WebSocketClientError(.transport, "\(error)")
+        }
+    }
+}

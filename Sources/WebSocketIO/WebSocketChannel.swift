@@ -1,0 +1,134 @@
+import Runtime
+import WebSocket
+
+/// One open WebSocket connection's transport and protocol state, and the one read loop that the client
+/// (``next()`` driven by `WebSocketManager.run()` or by `receive()`) and the embedded server's session share.
+///
+/// ``next()`` turns the bytes the peer sends into events: messages are returned as they are parsed;
+/// pings are answered (the pong is written before `.ping` is returned, RFC 6455 §5.5.2); pongs are handed
+/// back for the owner to match; a close frame is answered and, for a client, followed by a bounded wait
+/// for the server to close TCP first (§7.1.1); a protocol violation writes the close frame with its code.
+/// Whatever the owner queues on ``connection`` is written by ``flush()``, and before every read.
+///
+/// Loop-confined like its stream: its owner is an actor on the stream's loop, and the async methods run
+/// on the caller's executor (no hop). On the echo path a parsed message costs no call beyond the parser's:
+/// ``next()``, ``flush()`` and the read are inlined into their callers; pings and closing are out of line.
+/// Public rather than `package` for that reason alone: release builds inline `@inlinable public` bodies
+/// across modules but not `@inlinable package` ones (measured with Swift 6.3: an async call, and its
+/// task-allocator frame, per message).
+public final class WebSocketChannel {
+    /// The transport: TCP, or TLS over it.
+    public let stream: any ByteStream
+    /// The protocol state. Owners queue messages, pings and closes on it, then ``flush()``.
+    public var connection: WebSocketConnection
+    /// After a client received the server's close: how long it waits for the server to close TCP.
+    public let closeTimeout: Duration
+    /// When set, bytes that arrive are held back until then before they are parsed (the embedded server's
+    /// stall); checked once per read, and cleared when it takes effect.
+    public var readsHeldUntil: LoopClock.Instant?
+
+    /// Kept across reads so a busy connection reuses one allocation; empty while a read is pending.
+    @usableFromInline var readBuffer: [UInt8] = []
+    /// Set when a client has received the server's close: the next ``next()`` waits for the server's FIN.
+    @usableFromInline var isAwaitingPeerClose = false
+
+    /// Bytes per read; what libuv's per-loop scratch buffer holds.
+    @usableFromInline static let readSize = 64 * 1024
+
+    /// - Parameters:
+    ///   - connection: the state after the handshake, already fed any bytes read past the handshake.
+    ///   - closeTimeout: how long a client waits for the server's FIN after the closing handshake.
+    public init(stream: any ByteStream, connection: WebSocketConnection, closeTimeout: Duration = .seconds(5)) {
+        self.stream = stream
+        self.connection = connection
+        self.closeTimeout = closeTimeout
+    }
+
+    /// The next event from the peer, reading as needed; nil once the transport has ended (EOF, or the end
+    /// of the wait that follows a client's closing handshake). After `.closeReceived` and `.failed` the
+    /// connection is closed: the next call returns nil (a client first waits for the server's FIN).
+    /// - Throws: the transport's error if a read or write fails (the caller closes the stream), or
+    ///   `CancellationError` if cancelled while waiting.
+    @inlinable @inline(__always)
+    public func next() async throws -> WebSocketConnection.Event? {
+        // The echo hot path: a message already parsed is returned without another call.
+        if let event = connection.nextEvent() {
+            if case .message = event { return event }
+            return try await complete(event)
+        }
+        return try await readMore()
+    }
+
+    /// Writes whatever is queued on ``connection`` (replies, messages, pings, closes), in order.
+    @inlinable @inline(__always)
+    public func flush() async throws {
+        guard connection.hasOutput else { return }
+        try await stream.write(connection.takeOutput())
+    }
+
+    /// Flushes, then reads until an event is parsed or the transport ends. Inlined too: with one message
+    /// in flight every message needs a read, and an out-of-line async call costs a frame each time.
+    @inlinable @inline(__always)
+    func readMore() async throws -> WebSocketConnection.Event? {
+        while true {
+            guard connection.state != .closed else {
+                if isAwaitingPeerClose {
+                    isAwaitingPeerClose = false
+                    await awaitPeerClose()
+                }
+                return nil
+            }
+            try await flush()
+            // A local buffer for the read: a stored property must not be held inout across the suspension.
+            var bytes: [UInt8] = []
+            swap(&bytes, &readBuffer)
+            bytes.removeAll(keepingCapacity: true)
+            guard try await stream.read(into: &bytes, maxBytes: Self.readSize) > 0 else { return nil }
+            if let until = readsHeldUntil {
+                readsHeldUntil = nil
+                try await LoopClock().sleep(until: until)
+            }
+            connection.receive(bytes)
+            swap(&bytes, &readBuffer)
+            if let event = connection.nextEvent() {
+                if case .message = event { return event }
+                return try await complete(event)
+            }
+        }
+    }
+
+    /// Does what a control event or a failure asks of the transport, then returns the event.
+    @usableFromInline
+    func complete(_ event: WebSocketConnection.Event) async throws -> WebSocketConnection.Event {
+        switch event {
+        case .ping:
+            try await flush()  // Its pong is queued: answer before reading on (§5.5.2).
+        case .closeReceived:
+            // Our close reply, if the peer started the close. Ignoring a failed write is safe: the closing
+            // handshake is complete either way, and a peer that already closed TCP cannot read it.
+            try? await flush()
+            isAwaitingPeerClose = connection.role == .client
+        case .failed:
+            // The close frame with the error's code, best effort: the owner closes the transport next, and
+            // a failed write cannot change the code it reports.
+            try? await flush()
+        case .message, .pong:
+            break
+        }
+        return event
+    }
+
+    /// RFC 6455 §7.1.1: the server closes TCP first, so a client reads until the server's FIN, at most
+    /// ``closeTimeout`` (then it closes the stream itself). What arrives after a close frame is discarded.
+    @usableFromInline
+    func awaitPeerClose() async {
+        let stream = stream
+        let timer = ScheduledTimer(on: stream.loop, after: closeTimeout) { stream.close() }
+        defer { timer.cancel() }
+        var bytes: [UInt8] = []
+        // A read error ends the wait just as the FIN does: either way the server's side is gone.
+        while let count = try? await stream.read(into: &bytes, maxBytes: 4096), count > 0 {
+            bytes.removeAll(keepingCapacity: true)
+        }
+    }
+}

@@ -97,6 +97,11 @@ struct VirtualUser {
     /// every connect, backoff and give-up; this loop performs its actions and records what happened.
     private mutating func connectUntilDone() async {
         var downSince: LoopClock.Instant?
+        // Stopped before it ran (the end of the run or a ramp-down overtook its start): it never connects.
+        if latch.isStopped(id) && !faults.reconnectAfterIntentionalDisconnect {
+            history.note("stopped before connecting")
+            return
+        }
         var action = advance(.start)
         while true {
             switch action {

@@ -12,6 +12,7 @@ import WebSocket
 /// ``disconnect(code:reason:)`` (never reconnecting after it), when the attempts are used up, or when its
 /// task is cancelled. One live connection at most, always.
 public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
+    /// What the socket reports: every connection's events in order, plus its own reconnects and give-up.
     public enum Event: Sendable {
         case connected(subprotocol: String?)
         case text(String)

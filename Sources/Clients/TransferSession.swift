@@ -6,6 +6,7 @@ import Runtime
 /// How a session task ended, as delivered to ``TransferSession/run(onCompletion:onAllEventsDelivered:)``
 /// (`didFinishDownloadingTo` / `didCompleteWithError`).
 public struct TransferCompletion: Sendable {
+    /// What the task achieved: a verified file, an upload's status and digest, or why it failed.
     public enum Outcome: Sendable {
         case downloaded(location: String, length: Int64, sha256: String?)
         case uploaded(status: Int, bytesSent: Int64, sha256: String)
@@ -34,6 +35,7 @@ public struct TransferCompletion: Sendable {
 /// System termination (the process dies, or ``run(onCompletion:onAllEventsDelivered:)`` is cancelled)
 /// keeps them for the next launch.
 public actor TransferSession {
+    /// What a journaled task does: a download or an upload, with its request.
     public enum TaskKind: Sendable {
         case download(DownloadRequest)
         case upload(UploadRequest)
@@ -179,7 +181,7 @@ public actor TransferSession {
     public func cancelAll() throws {
         isCancellingAll = true
         for id in unfinishedTaskIDs {
-            if case .download(let request) = entries[id]!.kind { try? FileSystem.remove(request.partPath) }
+            if case .download(let request) = entries[id]!.kind { try? FileSystem.remove(request.partPath) }  // a part file already gone is what cancelling wants
             entries[id]!.isCancelled = true
             try append(["op": "cancelled", "id": JSONValue(id)])
         }
@@ -202,6 +204,7 @@ public actor TransferSession {
                 onProgress: onProgress.map { report in { @Sendable progress in report(id, progress.bytesWritten) } },
                 onCheckpoint: { [weak self] data in
                     guard let self else { return }
+                    // A checkpoint the journal cannot take loses only itself: a relaunch resumes from the one before.
                     self.assumeIsolated { session in try? session.checkpoint(id, data) }
                 })
             do {
@@ -318,6 +321,7 @@ public actor TransferSession {
         var validLength: Int64 = 0
         while offset < bytes.count, let newline = bytes[offset...].firstIndex(of: 10) {
             let line = bytes[offset..<newline]
+            // A torn or foreign line ends the replay: what came before it is the journal's valid prefix.
             guard let record = try? JSONValue(parsing: line), let id = record["id"]?.integerValue, let op = record["op"]?.stringValue else {
                 break
             }
@@ -326,7 +330,7 @@ public actor TransferSession {
                 guard let kind = taskKind(record) else { break }
                 entries[id] = Entry(kind: kind)
             case "checkpoint":
-                if let resume = record["resume"], let data = try? ResumeData(json: resume) { entries[id]?.resumeData = data }
+                if let resume = record["resume"], let data = try? ResumeData(json: resume) { entries[id]?.resumeData = data }  // unreadable resume data: restart that task
             case "completed":
                 entries[id]?.completion = record["outcome"].flatMap(outcome)
             case "delivered":
@@ -343,7 +347,7 @@ public actor TransferSession {
     }
 
     private static func taskKind(_ record: JSONValue) -> TaskKind? {
-        guard let urlText = record["url"]?.stringValue, let url = try? HTTPURL(urlText) else { return nil }
+        guard let urlText = record["url"]?.stringValue, let url = try? HTTPURL(urlText) else { return nil }  // a record without a usable URL is skipped
         switch record["kind"]?.stringValue {
         case "download":
             guard let destination = record["destination"]?.stringValue else { return nil }

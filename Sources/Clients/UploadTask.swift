@@ -150,6 +150,7 @@ public actor UploadTask {
 /// A `multipart/form-data` body (RFC 7578) written to a temporary file first, as background uploads
 /// require, then uploaded from that file.
 public struct MultipartForm: Sendable {
+    /// A plain text field of the form.
     public struct Field: Sendable {
         public var name: String
         public var value: String

@@ -3,6 +3,7 @@ import WebSocket
 
 /// Why a WebSocket client connection failed or ended badly; ``code`` is stable and tags report metrics.
 public struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
+    /// The stable tag of the failure, as reports count it.
     public enum Code: String, Sendable, Hashable, CaseIterable {
         /// TCP or DNS failed (see ``runtimeError`` for refused, timeout, dns, ...).
         case connect

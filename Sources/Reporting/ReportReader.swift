@@ -22,8 +22,13 @@ public struct LoadedReport: Sendable {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ReportFormatError(path: path, reason: FileManager.default.fileExists(atPath: path) ? "cannot be read" : "no such file")
         }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: Self.maximumSize + 1)).flatMap { $0 } ?? Data()
+        defer { try? handle.close() }  // read-only: closing cannot lose data
+        let data: Data
+        do {
+            data = try handle.read(upToCount: Self.maximumSize + 1) ?? Data()
+        } catch {
+            throw ReportFormatError(path: path, reason: "cannot be read (\(error.localizedDescription))")
+        }
         guard data.count <= Self.maximumSize else {
             throw ReportFormatError(path: path, reason: "larger than \(Self.maximumSize >> 20) MiB")
         }

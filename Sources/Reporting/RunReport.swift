@@ -182,15 +182,16 @@ public enum RunReport {
         var url = URL(fileURLWithPath: directory)
         for _ in 0..<32 {
             let git = url.appendingPathComponent(".git")
+            // Best effort: a report outside a git checkout (or with an unreadable .git) just has no commit.
             if let head = try? String(contentsOf: git.appendingPathComponent("HEAD"), encoding: .utf8) {
                 let line = head.trimmingCharacters(in: .whitespacesAndNewlines)
                 guard line.hasPrefix("ref: ") else { return isCommit(line) ? line : nil }
                 let ref = String(line.dropFirst(5))
-                if let commit = try? String(contentsOf: git.appendingPathComponent(ref), encoding: .utf8) {
+                if let commit = try? String(contentsOf: git.appendingPathComponent(ref), encoding: .utf8) {  // loose ref missing: try packed-refs
                     let trimmed = commit.trimmingCharacters(in: .whitespacesAndNewlines)
                     return isCommit(trimmed) ? trimmed : nil
                 }
-                let packed = (try? String(contentsOf: git.appendingPathComponent("packed-refs"), encoding: .utf8)) ?? ""
+                let packed = (try? String(contentsOf: git.appendingPathComponent("packed-refs"), encoding: .utf8)) ?? ""  // no packed refs: no commit
                 for entry in packed.split(separator: "\n") where entry.hasSuffix(" " + ref) {
                     let commit = String(entry.prefix { $0 != " " })
                     return isCommit(commit) ? commit : nil

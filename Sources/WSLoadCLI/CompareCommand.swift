@@ -116,6 +116,7 @@ enum CompareCommand: Subcommand {
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
             return loadReport(path).map { [$0] }
         }
+        // A directory that cannot be listed has no reports; that is reported as such below.
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
             .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
         guard !files.isEmpty else {

@@ -59,6 +59,12 @@ package struct TransferRetries: Sendable {
         step(lifecycle.handle(.backoffElapsed, at: instant, using: &random))
     }
 
+    /// How long to sleep for a backoff of `delay` drawn at `elapsed`: never past the resource `deadline`, so a
+    /// deadline that falls inside a backoff ends the transfer when it passes, not when the backoff would have.
+    package static func sleep(for delay: Duration, at elapsed: Duration, deadline: Duration) -> Duration {
+        min(delay, max(.zero, deadline - elapsed))
+    }
+
     /// The resource deadline passed: no attempt after the one in flight (which the caller cuts short).
     package mutating func stop(at instant: Duration) {
         var unused = NoRandomNumbers()

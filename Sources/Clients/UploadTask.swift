@@ -95,7 +95,8 @@ public actor UploadTask {
                     step = attempts.attemptFailed(failure, at: start.duration(to: clock.now), using: &random)
                 }
             case .wait(let delay):
-                try await loop.sleep(for: delay)
+                let elapsed = start.duration(to: clock.now)
+                try await loop.sleep(for: TransferRetries.sleep(for: delay, at: elapsed, deadline: configuration.resourceTimeout))
                 step = attempts.backoffElapsed(at: start.duration(to: clock.now), using: &random)
             case .end:
                 if attempts.isStopped {

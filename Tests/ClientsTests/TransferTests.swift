@@ -174,11 +174,14 @@ struct EmbeddedDownloadTests {
         let size: Int64 = 4_000_000
         let failure = try await withLoopGroup { group in
             try await withEmbeddedServer(on: group) { server in
-                // Two 2 MB segments, every response cut after 1.5 MB; the backoff (400 ms) outlasts the 200 ms deadline.
+                // Two 2 MB segments, every response cut after 1.5 MB; the backoff (20 s) outlasts the 200 ms deadline,
+                // which ends the download when it passes, not when the backoff would have.
                 let configuration = TransferConfiguration(
                     resourceTimeout: .milliseconds(200),
-                    retry: ReconnectPolicy(initialDelay: .milliseconds(400), maximumDelay: .milliseconds(400), jitter: .none,
+                    retry: ReconnectPolicy(initialDelay: .seconds(20), maximumDelay: .seconds(20), jitter: .none,
                                            maximumAttempts: 5))
+                let started = ContinuousClock.now
+                defer { #expect(ContinuousClock.now - started < .seconds(20), "the deadline cut the backoff short") }
                 let failure = try await failedDownload("\(server.httpURL)/bytes/\(size)?seed=4&drop_after=1500000",
                                                        to: scratch.file("f"), segments: 2, configuration: configuration,
                                                        loop: group.loops[0])
@@ -328,11 +331,14 @@ struct UploadTests {
         try await withLoopGroup { group in
             try await withEmbeddedServer(on: group) { server in
                 let loop = group.loops[0]
-                // Every attempt gets a 503; the backoff (400 ms, no jitter) outlasts the 100 ms resource deadline.
+                // Every attempt gets a 503; the backoff (20 s, no jitter) outlasts the 100 ms resource deadline, which
+                // ends the upload when it passes, not when the backoff would have.
                 let configuration = TransferConfiguration(
                     resourceTimeout: .milliseconds(100),
-                    retry: ReconnectPolicy(initialDelay: .milliseconds(400), maximumDelay: .milliseconds(400), jitter: .none,
+                    retry: ReconnectPolicy(initialDelay: .seconds(20), maximumDelay: .seconds(20), jitter: .none,
                                            maximumAttempts: 10))
+                let started = ContinuousClock.now
+                defer { #expect(ContinuousClock.now - started < .seconds(20), "the deadline cut the backoff short") }
                 let failing = UploadRequest(url: try HTTPURL("\(server.httpURL)/upload?fail_rate=1"), file: scratch.file("up.bin"))
                 do {
                     _ = try await onLoop(loop) { try await UploadTask(request: failing, configuration: configuration, loop: loop).run() }

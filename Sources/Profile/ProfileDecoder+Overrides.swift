@@ -1,7 +1,8 @@
 import JSON
 
 /// Command-line values that replace a profile's own (`wsload run` and `wsload validate`: `--target`, `--duration`,
-/// `--seed`, `--loops`). `ProfileDecoder.decode(_:overrides:)` writes them into the document before it validates,
+/// `--seed`, `--loops`). `ProfileDecoder.decode(_:overrides:)` writes what the run is (target, duration) into the
+/// document before it validates, and applies the host's choices (seed, loops) to the decoded profile,
 /// so the overridden profile meets every check the file does (a chaos timeline against an external `--target`, chaos
 /// after an overridden `--duration`), its problems name the option, and the report embeds the profile that ran.
 package struct ProfileOverrides: Sendable, Equatable {
@@ -9,7 +10,9 @@ package struct ProfileOverrides: Sendable, Equatable {
     package var target: String?
     /// `--duration`, as the profile's `duration` is written (`10s`).
     package var duration: String?
-    /// `--seed`: the profile's `seed`.
+    /// `--seed`: the profile's `seed`, in the decoded profile only, like `loops`: runs of one profile with
+    /// different seeds must still merge and compare as one profile (the profile digest is the document's), and the
+    /// report's `run.seed` records the seed that ran.
     package var seed: UInt64?
     /// `--loops`: the profile's `loops`, in the decoded profile only. Threads are the host's business (the report's
     /// `host.loops` records them), and shards run with different `--loops` on different hosts must still merge,
@@ -40,13 +43,6 @@ package struct ProfileOverrides: Sendable, Equatable {
         guard var root = document.objectValue else { return document }
         if let target { root["target"] = .string(target) }
         if let duration { root["duration"] = .string(duration) }
-        if let seed {
-            // Profile numbers are exact below 2^53 (JSONValue holds a Double), and a report's embedded profile is
-            // decoded again: a larger seed cannot be written as a number that reads back, so the document leaves it
-            // out and the report's `run.seed` (a string) holds it. The decoded profile keeps it exactly.
-            // (Spelled out: a bare `nil` here would be JSONValue's nil literal, `null`, which no profile reads.)
-            root["seed"] = seed < 1 << 53 ? JSONValue(seed) : Optional<JSONValue>.none
-        }
         return .object(root)
     }
 }

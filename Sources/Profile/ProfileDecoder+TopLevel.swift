@@ -25,16 +25,19 @@ extension ProfileReader {
         let authentication = self.authentication(root["auth"])
         let duration = required(root, "duration", "").flatMap { self.duration($0, "duration", minimum: .milliseconds(1)) }
         let gracefulStop = self.duration(root["gracefulStop"], "gracefulStop") ?? .seconds(5)
-        // The file's loops stay in the document (see ProfileOverrides.loops), so they are checked even when overridden.
+        // The file's loops and seed stay in the document (see ProfileOverrides), so they are checked even when
+        // overridden, as the file's own (their problems name no option); then the command line's replace them.
+        let hostChoices = (loops: overrides.loops, seed: overrides.seed)
+        overrides.loops = nil
+        overrides.seed = nil
         var loops = integer(root["loops"], "loops", in: 1...256)
-        if let override = overrides.loops { loops = integer(JSONValue(override), "loops", in: 1...256) }
-        let seed: UInt64?
-        if let override = overrides.seed {
-            // Taken as given, not read back from the document, which holds it only when a JSON number is exact.
+        var seed = integer(root["seed"], "seed", in: 0...Int.max).map { UInt64($0) }
+        overrides.loops = hostChoices.loops
+        overrides.seed = hostChoices.seed
+        if let override = hostChoices.loops { loops = integer(JSONValue(override), "loops", in: 1...256) }
+        if let override = hostChoices.seed {
             seed = override <= UInt64(Int.max) ? override : nil
             if seed == nil { problem("seed", "\(override) is out of range", hint: "use 0...\(Int.max)") }
-        } else {
-            seed = integer(root["seed"], "seed", in: 0...Int.max).map { UInt64($0) }
         }
         var scenarios: [Scenario] = []
         if let list = required(root, "scenarios", "").flatMap({ array($0, "scenarios") }) {

@@ -42,7 +42,7 @@ let package = Package(
         ),
         .target(
             name: "WSLoadCLI",
-            dependencies: ["Runtime", "Clients", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LoadEngine", "Profile", "Reporting", "RunHost"],
+            dependencies: ["Runtime", "Clients", "Crypto", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LoadEngine", "Profile", "Reporting", "RunHost"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),

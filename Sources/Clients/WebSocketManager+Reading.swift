@@ -14,9 +14,9 @@ extension WebSocketManager {
     public func receive() async throws(WebSocketClientError) -> WebSocketConnection.Message {
         guard !isRunning else { throw WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
         guard let channel, state == .open || state == .closing else {
-            if state == .closed && configuration.faults.isDeliveringAfterClose && !hasDeliveredAfterClose {
-                hasDeliveredAfterClose = true  // the fault: a message after `.disconnected`
-                return .text("late")
+            if state == .closed, let late = messageAfterClose {
+                messageAfterClose = nil  // only a test's fault sets it: one message after `.disconnected`
+                return late
             }
             throw WebSocketClientError(.notConnected, "receive on a connection that is \(state)")
         }

@@ -50,8 +50,8 @@ public actor WebSocketManager {
     /// handshake (1006). Nil while open, and when the peer's close carried no reason.
     public var closeReason: String? {
         guard state == .closed else { return nil }
-        if configuration.faults.isForgettingAbnormalCloseReason && closeCode == .abnormalClosure { return nil }
-        return ending?.reason
+        guard let faults = configuration.faults, let closeCode else { return ending?.reason }
+        return faults.reportedCloseReason(ending?.reason, code: closeCode)
     }
     /// How long each phase of the opening handshake took, once connected.
     public internal(set) var handshakeTimings: HandshakeTimings?
@@ -91,7 +91,9 @@ public actor WebSocketManager {
     var isRunning = false
     var pingInterval: Duration?
     var pingIntervalWaiter: CheckedContinuation<Void, Never>?
-    var hasDeliveredAfterClose = false
+    /// What the first ``receive()`` after the close returns instead of failing: always nil, except under a
+    /// test's fault (resolved once, here, so the read path never asks).
+    var messageAfterClose: WebSocketConnection.Message?
     private var pendingCommands: [Command] = []
     private var commandWaiter: CheckedContinuation<Command, Never>?
 
@@ -102,6 +104,7 @@ public actor WebSocketManager {
         self.loop = loop
         (eventStream, eventContinuation) = AsyncStream.makeStream(of: Event.self)
         pingInterval = configuration.pingInterval
+        messageAfterClose = configuration.faults?.messageAfterClose()
     }
 
     /// The connection's events. One consumer; the stream finishes after `.disconnected` (or a

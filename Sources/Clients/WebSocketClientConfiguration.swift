@@ -66,14 +66,15 @@ public struct WebSocketClientConfiguration: Sendable {
 
 /// Where a ``WebSocketManager`` can be bent on purpose, for the oracle's proofs: the conformances that break
 /// something live in the tests, and the defaults (a protocol extension) are the honest client. Each method is
-/// asked at most once per connection, off the per-message path.
-package protocol WebSocketClientFaults: Sendable {
+/// asked at most once per connection, off the per-message path. Class-bound: every connection keeps a copy of
+/// its configuration, which so grows by one reference, not by an inline existential.
+package protocol WebSocketClientFaults: AnyObject, Sendable {
     /// The upgrade request is about to be written (the server has said nothing yet). `announceConnected`
     /// emits `.connected` and counts the connection open at once; the honest client calls it only after a
     /// valid 101, so the default does nothing.
     func upgradeRequestWillBeSent(announceConnected: () -> Void)
     /// A message the first ``WebSocketManager/receive()`` after the connection closed returns instead of
-    /// throwing `not_connected`; asked when the manager is made. Honest: nil.
+    /// throwing `not_connected`; asked once, by that receive. Honest: nil.
     func messageAfterClose() -> WebSocketConnection.Message?
     /// The ``WebSocketManager/closeReason`` reported for a connection closed with `code` and `reason`.
     /// Honest: `reason`.

@@ -91,9 +91,8 @@ public actor WebSocketManager {
     var isRunning = false
     var pingInterval: Duration?
     var pingIntervalWaiter: CheckedContinuation<Void, Never>?
-    /// What the first ``receive()`` after the close returns instead of failing: always nil, except under a
-    /// test's fault (resolved once, here, so the read path never asks).
-    var messageAfterClose: WebSocketConnection.Message?
+    /// Whether a fault seam was asked for a message after the close (it is asked once; never in real runs).
+    var hasAskedForMessageAfterClose = false
     private var pendingCommands: [Command] = []
     private var commandWaiter: CheckedContinuation<Command, Never>?
 
@@ -104,7 +103,14 @@ public actor WebSocketManager {
         self.loop = loop
         (eventStream, eventContinuation) = AsyncStream.makeStream(of: Event.self)
         pingInterval = configuration.pingInterval
-        messageAfterClose = configuration.faults?.messageAfterClose()
+    }
+
+    /// What ``receive()`` on the closed connection returns instead of failing: nil, except once under a test's
+    /// fault seam. Only the closed path asks, never a read.
+    func messageAfterClose() -> WebSocketConnection.Message? {
+        guard state == .closed, let faults = configuration.faults, !hasAskedForMessageAfterClose else { return nil }
+        hasAskedForMessageAfterClose = true
+        return faults.messageAfterClose()
     }
 
     /// The connection's events. One consumer; the stream finishes after `.disconnected` (or a

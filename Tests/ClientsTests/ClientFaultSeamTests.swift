@@ -6,11 +6,11 @@ import Testing
 import WebSocket
 
 /// A conformance that overrides nothing: the client's seams as a real run has them.
-private struct Untouched: WebSocketClientFaults {}
+private final class Untouched: WebSocketClientFaults {}
 
 /// The three client bugs the oracle's proofs need, as a test-side conformance: `.connected` before the 101,
 /// a message after the end, and a 1006 whose reason is lost.
-private struct BentClient: WebSocketClientFaults {
+private final class BentClient: WebSocketClientFaults {
     func upgradeRequestWillBeSent(announceConnected: () -> Void) { announceConnected() }
     func messageAfterClose() -> WebSocketConnection.Message? { .text("late") }
     func reportedCloseReason(_ reason: String?, code: WebSocketCloseCode) -> String? {

@@ -6,8 +6,8 @@ import WebSocket
 
 /// Switches that break wsload on purpose, for tests that prove each checker fires. They exist only here: the
 /// engine and the client have seams (``ReconnectFaults``, ``MessageFaults``, ``TransferFaults``,
-/// ``RunLevelFaults``, ``WebSocketClientFaults``) whose defaults are honest, and this conformance is the code
-/// that misbehaves. All off is an honest run (``RunFaults/init(_:)`` then injects nothing).
+/// ``RunLevelFaults``, ``WebSocketClientFaults``) whose defaults are honest, and these conformances (this struct,
+/// and ``ClientFaultSwitches`` for the class-bound client seam) are the code that misbehaves. All off is an honest run (``RunFaults/init(_:)`` then injects nothing).
 struct FaultSwitches: Sendable, Equatable {
     /// The reference's bug: reconnect delays truncated to whole seconds.
     var truncateBackoffToWholeSeconds = false
@@ -115,16 +115,21 @@ extension FaultSwitches: RunLevelFaults {
     }
 }
 
-extension FaultSwitches: WebSocketClientFaults {
+/// The client's switches at its seam (which is class-bound, so this is a class holding them).
+final class ClientFaultSwitches: WebSocketClientFaults {
+    let switches: FaultSwitches
+
+    init(_ switches: FaultSwitches) { self.switches = switches }
+
     /// The reference's bug: `.connected` before the server said anything.
     func upgradeRequestWillBeSent(announceConnected: () -> Void) {
-        if connectedBeforeHandshake { announceConnected() }
+        if switches.connectedBeforeHandshake { announceConnected() }
     }
 
-    func messageAfterClose() -> WebSocketConnection.Message? { deliverAfterDisconnect ? .text("late") : nil }
+    func messageAfterClose() -> WebSocketConnection.Message? { switches.deliverAfterDisconnect ? .text("late") : nil }
 
     func reportedCloseReason(_ reason: String?, code: WebSocketCloseCode) -> String? {
-        forgetAbnormalCloseReason && code == .abnormalClosure ? nil : reason
+        switches.forgetAbnormalCloseReason && code == .abnormalClosure ? nil : reason
     }
 }
 
@@ -135,7 +140,8 @@ extension RunFaults {
             self.init()
             return
         }
-        self.init(reconnect: switches, messages: switches, transfers: switches, run: switches, client: switches)
+        self.init(reconnect: switches, messages: switches, transfers: switches, run: switches,
+                  client: ClientFaultSwitches(switches))
     }
 }
 

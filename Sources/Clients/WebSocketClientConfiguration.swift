@@ -37,20 +37,9 @@ public struct WebSocketClientConfiguration: Sendable {
     public var pingInterval: Duration?
     /// A ping unanswered this long declares the peer dead (event `.error(pong_timeout)`, then 1006).
     public var pongTimeout: Duration
-    /// Test-only: break the client on purpose so tests can prove the correctness oracle notices.
-    public var faults = ClientFaults()
-
-    /// Deliberate client bugs for the oracle's tests; all off unless a test turns one on.
-    public struct ClientFaults: Sendable, Hashable {
-        /// Emit `.connected` (and count as open) before the upgrade request is even sent — the reference's bug.
-        public var isConnectedBeforeHandshake = false
-        /// Once closed, answer the next ``WebSocketManager/receive()`` with a message instead of `not_connected`.
-        public var isDeliveringAfterClose = false
-        /// Report no ``WebSocketManager/closeReason`` for a connection that ended without a closing handshake.
-        public var isForgettingAbnormalCloseReason = false
-
-        public init() {}
-    }
+    /// Where a test bends the client to prove the correctness oracle notices; nil (always, in real runs) is the
+    /// honest client. Asked at most once per connection, never per message.
+    package var faults: (any WebSocketClientFaults)?
 
     public init(
         headers: HTTPHeaders = HTTPHeaders(), origin: String? = nil, subprotocols: [String] = [],
@@ -73,4 +62,27 @@ public struct WebSocketClientConfiguration: Sendable {
         self.pingInterval = pingInterval
         self.pongTimeout = pongTimeout
     }
+}
+
+/// Where a ``WebSocketManager`` can be bent on purpose, for the oracle's proofs: the conformances that break
+/// something live in the tests, and the defaults (a protocol extension) are the honest client. Each method is
+/// asked at most once per connection, off the per-message path. Class-bound: every connection keeps a copy of
+/// its configuration, which so grows by one reference, not by an inline existential.
+package protocol WebSocketClientFaults: AnyObject, Sendable {
+    /// The upgrade request is about to be written (the server has said nothing yet). `announceConnected`
+    /// emits `.connected` and counts the connection open at once; the honest client calls it only after a
+    /// valid 101, so the default does nothing.
+    func upgradeRequestWillBeSent(announceConnected: () -> Void)
+    /// A message the first ``WebSocketManager/receive()`` after the connection closed returns instead of
+    /// throwing `not_connected`; asked once, by that receive. Honest: nil.
+    func messageAfterClose() -> WebSocketConnection.Message?
+    /// The ``WebSocketManager/closeReason`` reported for a connection closed with `code` and `reason`.
+    /// Honest: `reason`.
+    func reportedCloseReason(_ reason: String?, code: WebSocketCloseCode) -> String?
+}
+
+extension WebSocketClientFaults {
+    package func upgradeRequestWillBeSent(announceConnected: () -> Void) {}
+    package func messageAfterClose() -> WebSocketConnection.Message? { nil }
+    package func reportedCloseReason(_ reason: String?, code: WebSocketCloseCode) -> String? { reason }
 }

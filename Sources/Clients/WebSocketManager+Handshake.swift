@@ -43,12 +43,8 @@ extension WebSocketManager {
                 stream = byteStream
                 tlsDone = clock.now
             }
-            if configuration.faults.isConnectedBeforeHandshake {
-                // The reference's bug, for the oracle's tests: `.connected` before the server said anything.
-                state = .open
-                connectedAt = clock.now
-                eventContinuation.yield(.connected(subprotocol: nil))
-            }
+            // A fault seam (nil in real runs): a test may announce the connection before the 101, the reference's bug.
+            configuration.faults?.upgradeRequestWillBeSent { announceConnected(subprotocol: nil) }
             try await byteStream.write(handshake.request.serialized())
             var parser = HTTPHeadParser()
             var buffer: [UInt8] = []
@@ -76,16 +72,21 @@ extension WebSocketManager {
             state = .closed
             throw Self.classify(error, deadlineHit: deadlineHit, timeout: configuration.handshakeTimeout)
         }
-        if configuration.faults.isConnectedBeforeHandshake && state == .open { return }
+        if state == .open { return }  // already announced (only a fault seam announces before the 101)
         guard state == .connecting else {
             // disconnect() was called while the handshake ran.
             stream?.close()
             state = .closed
             throw WebSocketClientError(.notConnected, "disconnected during the handshake")
         }
+        announceConnected(subprotocol: negotiatedSubprotocol)
+    }
+
+    /// The connection counts as open from now: `.connected` is emitted.
+    private func announceConnected(subprotocol: String?) {
         state = .open
         connectedAt = clock.now
-        eventContinuation.yield(.connected(subprotocol: negotiatedSubprotocol))
+        eventContinuation.yield(.connected(subprotocol: subprotocol))
     }
 
     private static func classify(_ error: any Error, deadlineHit: Bool, timeout: Duration) -> WebSocketClientError {

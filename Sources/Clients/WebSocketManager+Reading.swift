@@ -14,10 +14,7 @@ extension WebSocketManager {
     public func receive() async throws(WebSocketClientError) -> WebSocketConnection.Message {
         guard !isRunning else { throw WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
         guard let channel, state == .open || state == .closing else {
-            if state == .closed && configuration.faults.isDeliveringAfterClose && !hasDeliveredAfterClose {
-                hasDeliveredAfterClose = true  // the fault: a message after `.disconnected`
-                return .text("late")
-            }
+            if let late = messageAfterClose() { return late }  // only under a test's fault: after `.disconnected`
             throw WebSocketClientError(.notConnected, "receive on a connection that is \(state)")
         }
         let failure: WebSocketClientError

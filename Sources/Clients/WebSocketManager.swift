@@ -50,8 +50,8 @@ public actor WebSocketManager {
     /// handshake (1006). Nil while open, and when the peer's close carried no reason.
     public var closeReason: String? {
         guard state == .closed else { return nil }
-        if configuration.faults.isForgettingAbnormalCloseReason && closeCode == .abnormalClosure { return nil }
-        return ending?.reason
+        guard let faults = configuration.faults, let closeCode else { return ending?.reason }
+        return faults.reportedCloseReason(ending?.reason, code: closeCode)
     }
     /// How long each phase of the opening handshake took, once connected.
     public internal(set) var handshakeTimings: HandshakeTimings?
@@ -91,7 +91,8 @@ public actor WebSocketManager {
     var isRunning = false
     var pingInterval: Duration?
     var pingIntervalWaiter: CheckedContinuation<Void, Never>?
-    var hasDeliveredAfterClose = false
+    /// Whether a fault seam was asked for a message after the close (it is asked once; never in real runs).
+    var hasAskedForMessageAfterClose = false
     private var pendingCommands: [Command] = []
     private var commandWaiter: CheckedContinuation<Command, Never>?
 
@@ -102,6 +103,14 @@ public actor WebSocketManager {
         self.loop = loop
         (eventStream, eventContinuation) = AsyncStream.makeStream(of: Event.self)
         pingInterval = configuration.pingInterval
+    }
+
+    /// What ``receive()`` on the closed connection returns instead of failing: nil, except once under a test's
+    /// fault seam. Only the closed path asks, never a read.
+    func messageAfterClose() -> WebSocketConnection.Message? {
+        guard state == .closed, let faults = configuration.faults, !hasAskedForMessageAfterClose else { return nil }
+        hasAskedForMessageAfterClose = true
+        return faults.messageAfterClose()
     }
 
     /// The connection's events. One consumer; the stream finishes after `.disconnected` (or a

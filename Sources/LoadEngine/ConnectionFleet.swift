@@ -7,7 +7,6 @@ import Runtime
 struct ConnectionFleet {
     let plans: [ScenarioPlan]
     let loops: [EventLoop]
-    let faults: FaultSwitches
     private var random: SeededRandomNumberGenerator
     let running: RunningConnections
 
@@ -23,11 +22,9 @@ struct ConnectionFleet {
     private(set) var peakTargets: [Int]
     private var nextID = 0
 
-    init(plans: [ScenarioPlan], loops: [EventLoop], faults: FaultSwitches, random: SeededRandomNumberGenerator,
-         running: RunningConnections) {
+    init(plans: [ScenarioPlan], loops: [EventLoop], random: SeededRandomNumberGenerator, running: RunningConnections) {
         self.plans = plans
         self.loops = loops
-        self.faults = faults
         self.random = random
         self.running = running
         recorders = plans.map { _ in loops.map { _ in LoopRecorder() } }
@@ -62,16 +59,15 @@ struct ConnectionFleet {
             let running = self.running
             let (recorder, latch, ledger) = (recorders[index][loopIndex], latches[loopIndex], ledgers[loopIndex])
             let userRandom = random.split()
-            let faults = self.faults
             connections.addTask(executorPreference: loop.taskExecutor) {
                 // A download or upload slot, or a WebSocket client.
                 if plan.transfer != nil {
                     var user = TransferUser(id: id, plan: plan, loop: loop, recorder: recorder, latch: latch, ledger: ledger,
-                                            faults: faults, random: userRandom)
+                                            random: userRandom)
                     await user.run()
                 } else {
                     var user = VirtualUser(id: id, plan: plan, loop: loop, recorder: recorder, latch: latch, ledger: ledger,
-                                           faults: faults, random: userRandom)
+                                           random: userRandom)
                     await user.run()
                 }
                 running.ended()

@@ -5,6 +5,22 @@ import Profile
 import Runtime
 import WebSocket
 
+/// Where an open connection's messages can be bent, for the oracle's proofs: asked once per connection, when
+/// its ``ConnectionRun`` is made, and resolved into plain sequence numbers, so the per-message path never
+/// calls it. The conformances that break something live in the tests; the defaults are the honest client.
+package protocol MessageFaults: Sendable {
+    /// The sequence number of an echo request the connection makes but never writes (its reply can never
+    /// come). Honest: nil.
+    func echoRequestNotSent() -> UInt64?
+    /// The sequence number of a pushed message (receive pattern) the connection loses on arrival. Honest: nil.
+    func pushedMessageLost() -> UInt64?
+}
+
+extension MessageFaults {
+    package func echoRequestNotSent() -> UInt64? { nil }
+    package func pushedMessageLost() -> UInt64? { nil }
+}
+
 /// The state of one open connection's pattern, shared by its reader, its sender (open model, or closed
 /// with think time) and the connection's own task (pings, graceful stop). Every method runs isolated to
 /// the connection's ``WebSocketManager`` (an `isolated` parameter), so they never race and a message costs
@@ -32,16 +48,21 @@ final class ConnectionRun: @unchecked Sendable {
 
     let ledger: InvariantLedger
     let history: ActorHistory
-    let faults: FaultSwitches
-    private var hasDroppedMessage = false
+    /// The echo request not written and the pushed message lost, under a test's fault; nil (always, in real
+    /// runs) otherwise. Each is spent once it happened.
+    private var unsentRequest: UInt64?
+    private var lostPush: UInt64?
 
     init(
         id: Int, plan: ScenarioPlan, recorder: LoopRecorder, latch: StopLatch, random: SeededRandomNumberGenerator,
-        loop: EventLoop, ledger: InvariantLedger, history: ActorHistory, faults: FaultSwitches
+        loop: EventLoop, ledger: InvariantLedger, history: ActorHistory
     ) {
         self.ledger = ledger
         self.history = history
-        self.faults = faults
+        if let faults = plan.faults.messages {
+            unsentRequest = faults.echoRequestNotSent()
+            lostPush = faults.pushedMessageLost()
+        }
         self.id = id
         self.plan = plan
         self.recorder = recorder
@@ -118,8 +139,8 @@ final class ConnectionRun: @unchecked Sendable {
 
     private func send(_ manager: isolated WebSocketManager, intended: UInt64) async throws(WebSocketClientError) {
         let message = makeRequest(intended: intended)
-        if faults.dropOneEchoMessage && !hasDroppedMessage && nextSequence == 3 {
-            hasDroppedMessage = true  // request #2 is never written: its reply can never come
+        if let unsent = unsentRequest, unsent == nextSequence &- 1 {
+            unsentRequest = nil  // a fault: this request is never written, its reply can never come
             return
         }
         // Counted before the write completes, so a graceful stop that looks meanwhile waits for its reply.
@@ -296,8 +317,8 @@ final class ConnectionRun: @unchecked Sendable {
             if let last = lastArrival { recorder.messageGap.record(microseconds: last.duration(to: now)) }
             lastArrival = now
             if case .binary(let bytes) = message, let push = PushStream.read(bytes) {
-                if push.sequence == 2 && faults.dropOnePushedMessage && !hasDroppedMessage {
-                    hasDroppedMessage = true  // the fault: pushed message #2 is lost on the client
+                if let lost = lostPush, push.sequence == lost {
+                    lostPush = nil  // a fault: this pushed message is lost on the client
                     continue
                 }
                 ledger.check(.messageSequence, push.sequence == expectedReply, actor: history,

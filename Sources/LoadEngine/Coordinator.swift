@@ -29,7 +29,7 @@ struct Coordinator {
     /// - Parameter control: the loop the coordinator runs on (its wake-ups are that loop's timers).
     init(profile: Profile, plans: [ScenarioPlan], group: EventLoopGroup, control: EventLoop,
          random: SeededRandomNumberGenerator, shutdown: GracefulShutdown?, onProgress: (@Sendable (RunProgress) -> Void)?,
-         seed: UInt64, faults: FaultSwitches, chaos: (any ChaosController)?) {
+         seed: UInt64, chaos: (any ChaosController)?) {
         self.profile = profile
         self.control = control
         self.shutdown = shutdown
@@ -37,8 +37,7 @@ struct Coordinator {
         self.seed = seed
         self.chaos = chaos
         agenda = RunAgenda(profile: profile)
-        fleet = ConnectionFleet(plans: plans, loops: group.loops, faults: faults, random: random,
-                                running: RunningConnections(wakeup: wakeup))
+        fleet = ConnectionFleet(plans: plans, loops: group.loops, random: random, running: RunningConnections(wakeup: wakeup))
         tally = RunTally(scenarioCount: plans.count)
     }
 

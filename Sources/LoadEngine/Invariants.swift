@@ -36,47 +36,6 @@ public enum Invariant: String, Sendable, CaseIterable {
     case nothingAfterDisconnect = "events.none_after_disconnected"
 }
 
-/// Switches that break wsload on purpose, for tests that prove each checker fires. All off in real runs;
-/// the command line cannot set them.
-public struct FaultSwitches: Sendable, Equatable {
-    /// The reference's bug: reconnect delays truncated to whole seconds.
-    public var truncateBackoffToWholeSeconds = false
-    /// Keep counting attempts after a successful connection.
-    public var keepAttemptsAfterSuccess = false
-    /// Reconnect once after being stopped on purpose.
-    public var reconnectAfterIntentionalDisconnect = false
-    /// Skip sending one echo request (its sequence number goes unanswered).
-    public var dropOneEchoMessage = false
-    /// Leave one runtime handle open after the run.
-    public var leakHandle = false
-    /// The reference's bug: the client declares itself connected before the server's 101.
-    public var connectedBeforeHandshake = false
-    /// Deliver the first transfer's completion twice (the reference's "call the handler exactly once" gotcha).
-    public var deliverCompletionTwice = false
-    /// After an interruption, start the download over under a new name instead of resuming, forgetting the
-    /// partial file of the first attempt.
-    public var forgetPartialFile = false
-    /// Open a second connection while the first is still live (the first is left open until the actor ends).
-    public var connectWhileLive = false
-    /// Make one reconnect attempt more than the policy's `maxAttempts` before giving up.
-    public var attemptBeyondMaximum = false
-    /// Reconnect after half of each backoff delay (the delay drawn is right; the wait is not).
-    public var cutBackoffShort = false
-    /// Skip pushed message #2 (receive pattern): the client loses it.
-    public var dropOnePushedMessage = false
-    /// The client loses the reason of a connection that ended without a closing handshake (1006).
-    public var forgetAbnormalCloseReason = false
-    /// The client delivers one more message after its connection ended.
-    public var deliverAfterDisconnect = false
-    /// Flip the first byte of an interrupted download's partial file before resuming it (a torn write the
-    /// resume keeps).
-    public var corruptPartialFile = false
-    /// Leave each multipart upload's temporary body file behind.
-    public var keepMultipartBody = false
-
-    public init() {}
-}
-
 /// The oracle's ledger on one loop: confined to the loop's thread like `LoopRecorder`. A check on the hot
 /// path (one per echo reply) is an array increment.
 final class InvariantLedger: @unchecked Sendable {

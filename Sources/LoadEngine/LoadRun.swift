@@ -72,18 +72,26 @@ public struct LoadRun: Sendable {
     public var onProgress: (@Sendable (RunProgress) -> Void)?
     /// Run only this slice of the profile.
     public var shard: Shard?
-    /// Test-only: break wsload on purpose to prove the oracle catches it.
-    public var faults = FaultSwitches()
+    /// Where tests bend the run to prove the oracle catches it; empty (every seam honest) in real runs, and
+    /// the command line cannot set it.
+    package var faults = RunFaults()
 
     public init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
-                shutdown: GracefulShutdown? = nil, shard: Shard? = nil, faults: FaultSwitches = FaultSwitches(),
+                shutdown: GracefulShutdown? = nil, shard: Shard? = nil,
                 onProgress: (@Sendable (RunProgress) -> Void)? = nil) {
-        self.faults = faults
         self.profile = profile
         self.environment = environment
         self.shutdown = shutdown
         self.shard = shard
         self.onProgress = onProgress
+    }
+
+    /// A run with `faults` injected at its seams (the oracle's proofs).
+    package init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
+                 shutdown: GracefulShutdown? = nil, shard: Shard? = nil, faults: RunFaults,
+                 onProgress: (@Sendable (RunProgress) -> Void)? = nil) {
+        self.init(profile: profile, environment: environment, shutdown: shutdown, shard: shard, onProgress: onProgress)
+        self.faults = faults
     }
 
     /// Runs a profile whose target is a URL. - Throws: ``LoadRunError`` for an `embedded` target (run it
@@ -135,17 +143,15 @@ public struct LoadRun: Sendable {
         }
         var coordinator = Coordinator(
             profile: profile, plans: plans, group: group, control: control, random: random, shutdown: shutdown,
-            onProgress: onProgress, seed: seed, faults: faults, chaos: target.chaos)
+            onProgress: onProgress, seed: seed, chaos: target.chaos)
         var outcome = await withTaskExecutorPreference(control.taskExecutor) { await coordinator.run() }
         _ = control.shutdown()
-        let leak = faults.leakHandle ? await onLoop(group.loops[0]) { [loop = group.loops[0]] in
-            ScheduledTimer(on: loop, after: .seconds(3600)) {}
-        } : nil
+        let undoFault = await faults.run?.handlesWillBeCounted(on: group.loops)
         // Let the loops run the close callbacks of what the run just closed before counting.
         for _ in 0..<3 { for loop in group.loops { await onLoop(loop) {} } }
         let liveHandlesAfterStop = group.liveHandleCount
         let waitingTasksAfterStop = group.waitingTaskCount
-        leak?.cancel()
+        undoFault?()
         checkNoTemporaryFiles(plans, into: &outcome.invariants)
         let isClean = liveHandlesAfterStop == 0 && waitingTasksAfterStop == 0
         outcome.invariants.checked[Invariant.cancellation.rawValue, default: 0] += 1
@@ -333,7 +339,7 @@ public struct LoadRun: Sendable {
                 let transfer = try makeTransferPlan(scenario, index: index, httpOrigin: httpOrigin, token: token, seed: seed,
                                                     scratch: &scratch)
                 return ScenarioPlan(index: index, scenario: scenario, url: baseURL, configuration: .init(), filler: [],
-                                    transfer: transfer, stopBound: profile.gracefulStop)
+                                    transfer: transfer, stopBound: profile.gracefulStop, faults: faults)
             }
             var url = baseURL
             if let path = scenario.websocket.path { url.target = path }
@@ -346,9 +352,7 @@ public struct LoadRun: Sendable {
             configuration.tls = tlsContext
             configuration.serverName = profile.tls.serverName
             configuration.pongTimeout = scenario.websocket.pingTimeout
-            configuration.faults.isConnectedBeforeHandshake = faults.connectedBeforeHandshake
-            configuration.faults.isDeliveringAfterClose = faults.deliverAfterDisconnect
-            configuration.faults.isForgettingAbnormalCloseReason = faults.forgetAbnormalCloseReason
+            configuration.faults = faults.client
             if let token, let authentication = profile.authentication {
                 switch authentication.placement {
                 case .bearer: configuration.authentication = .bearer(token)
@@ -357,7 +361,7 @@ public struct LoadRun: Sendable {
                 }
             }
             return ScenarioPlan(index: index, scenario: scenario, url: url, configuration: configuration, filler: filler,
-                                stopBound: profile.gracefulStop)
+                                stopBound: profile.gracefulStop, faults: faults)
         }
     }
 }

@@ -30,6 +30,37 @@ final class TransferPlan: Sendable {
     }
 }
 
+/// A temporary file a transfer slot is done with and removes.
+package enum TemporaryTransferFile: Sendable, Hashable {
+    /// The partial file (`.wsload-part`) of a download that failed.
+    case partialDownload
+    /// The body file (`.multipart.tmp`) of a multipart upload, once the upload ended.
+    case multipartBody
+}
+
+/// Where a download or upload slot can be bent, for the oracle's proofs: the conformances that break
+/// something live in the tests; the defaults (a protocol extension) are the honest slot. Each method is asked
+/// at most once per transfer or attempt.
+package protocol TransferFaults: Sendable {
+    /// How many completions transfer `sequence` (from 0) of slot `slot` delivers once it succeeded. Honest: 1.
+    func completionsDelivered(slot: Int, transfer sequence: Int) -> Int
+    /// A download to `destination` was interrupted: another destination to start over at (the first attempt's
+    /// partial file then counts as this download's leftover) instead of resuming. Honest: nil, resume.
+    func destinationAfterInterruption(of destination: String) -> String?
+    /// An interrupted download is about to resume from the partial file at `path`, which keeps the bytes
+    /// already written. Honest: nothing happens to it.
+    func willResume(fromPartialFile path: String)
+    /// Whether the slot removes `path`, a temporary file of `kind` it is done with. Honest: true.
+    func removes(_ kind: TemporaryTransferFile, at path: String) -> Bool
+}
+
+extension TransferFaults {
+    package func completionsDelivered(slot: Int, transfer sequence: Int) -> Int { 1 }
+    package func destinationAfterInterruption(of destination: String) -> String? { nil }
+    package func willResume(fromPartialFile path: String) {}
+    package func removes(_ kind: TemporaryTransferFile, at path: String) -> Bool { true }
+}
+
 /// One slot of a transfer scenario: downloads (or uploads) one file after another until the run stops it
 /// or its repeats are done. Interrupted downloads resume from their resume data, every verified download
 /// is checked against its digest, every completion is counted once, and no partial file may outlive its
@@ -42,12 +73,11 @@ struct TransferUser {
     let recorder: LoopRecorder
     let latch: StopLatch
     let ledger: InvariantLedger
-    let faults: FaultSwitches
     var random: SeededRandomNumberGenerator
     private var history: ActorHistory!
 
     init(id: Int, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder, latch: StopLatch, ledger: InvariantLedger,
-         faults: FaultSwitches, random: SeededRandomNumberGenerator) {
+         random: SeededRandomNumberGenerator) {
         self.id = id
         self.plan = plan
         transfer = plan.transfer!
@@ -55,7 +85,6 @@ struct TransferUser {
         self.recorder = recorder
         self.latch = latch
         self.ledger = ledger
-        self.faults = faults
         self.random = random
     }
 
@@ -88,6 +117,7 @@ struct TransferUser {
         var resumeData: ResumeData?
         var completions = 0
         var abandonedParts: [String] = []
+        let faults = plan.faults.transfers
         recorder.transfersStarted += 1
         history.note("download \(sequence) started\(cutAt.map { " (cut at \(Int($0 * 100))%)" } ?? "")")
         while true {
@@ -98,8 +128,7 @@ struct TransferUser {
                                                  interruptAt: cutAt)
             switch outcome {
             case .success(let result):
-                completions += 1
-                if faults.deliverCompletionTwice && id == 0 && sequence == 0 { completions += 1 }
+                completions += faults?.completionsDelivered(slot: id, transfer: sequence) ?? 1
                 ledger.check(.transferCompletedOnce, completions == 1, actor: history, "download \(sequence) completed \(completions) times")
                 record(statuses: result.statuses)
                 recorder.transferRetries += UInt64(result.retries)
@@ -119,14 +148,14 @@ struct TransferUser {
                 recorder.transferBytesReceived += UInt64(transferred)
                 cutAt = nil
                 history.note("download \(sequence) interrupted at \(data?.bytesOnDisk ?? 0) bytes")
-                if faults.forgetPartialFile {
-                    // The bug: start over under a new name; the first attempt's partial file is forgotten.
+                if let restart = faults?.destinationAfterInterruption(of: destination) {
+                    // Started over elsewhere (a fault): the first attempt's partial file is still this download's.
                     abandonedParts.append(request.partPath)
-                    destination += ".again"
+                    destination = restart
                     resumeData = nil
                 } else {
                     resumeData = data
-                    if faults.corruptPartialFile, let data { Self.flipFirstByte(of: data.partPath) }
+                    if let faults, let data { faults.willResume(fromPartialFile: data.partPath) }
                 }
                 continue
             case .failure(let error):
@@ -134,7 +163,7 @@ struct TransferUser {
                 recorder.recordError(error)
                 history.note("download \(sequence) failed: \(error.metricCode)")
                 // A user gives up on a failed download: its partial file goes too.
-                if !faults.forgetPartialFile { try? FileSystem.remove(request.partPath) }
+                if faults?.removes(.partialDownload, at: request.partPath) ?? true { try? FileSystem.remove(request.partPath) }
             case .cancelled(let partPath):
                 history.note("download \(sequence) cancelled by the stop")
                 try? FileSystem.remove(partPath)
@@ -144,16 +173,6 @@ struct TransferUser {
                          "left behind after download \(sequence): \(leftover.map(FileSystem.lastComponent(of:)).joined(separator: ", "))")
             return
         }
-    }
-
-    /// The `corruptPartialFile` fault: a torn write in the bytes a resume keeps. Best effort (`try?`): a fault that
-    /// could not be injected makes its proof test fail, which is where that shows.
-    private static func flipFirstByte(of path: String) {
-        guard let file = try? DataFile.open(path, mode: .readWrite) else { return }
-        var byte: [UInt8] = []
-        try? file.read(into: &byte, count: 1, at: 0)
-        try? file.write([~(byte.first ?? 0)][...], at: 0)
-        file.close()
     }
 
     private enum DownloadOutcome {
@@ -217,9 +236,10 @@ struct TransferUser {
             source = path
             contentType = form.contentType
         }
-        let keepsBody = faults.keepMultipartBody
+        let faults = plan.faults.transfers
+        let removesBody = temporary.map { faults?.removes(.multipartBody, at: $0) ?? true } ?? true
         defer {
-            if let temporary, !keepsBody { try? FileSystem.remove(temporary) }
+            if let temporary, removesBody { try? FileSystem.remove(temporary) }
         }
         let request = UploadRequest(url: transfer.url, method: transfer.scenario.method, file: source, contentType: contentType)
         let task = UploadTask(request: request, configuration: transfer.configuration, loop: loop)
@@ -227,8 +247,7 @@ struct TransferUser {
         let result = await withTaskCancellationHandler { await handle.result } onCancel: { handle.cancel() }
         switch result {
         case .success(let upload):
-            var completions = 1
-            if faults.deliverCompletionTwice && id == 0 && sequence == 0 { completions += 1 }
+            let completions = faults?.completionsDelivered(slot: id, transfer: sequence) ?? 1
             ledger.check(.transferCompletedOnce, completions == 1, actor: history, "upload \(sequence) completed \(completions) times")
             record(statuses: upload.statuses)
             recorder.transferRetries += UInt64(upload.retries)
@@ -241,7 +260,7 @@ struct TransferUser {
             recorder.recordError(TransferError.from(error, doing: "upload"))
         }
         if let temporary {
-            if !keepsBody { try? FileSystem.remove(temporary) }
+            if removesBody { try? FileSystem.remove(temporary) }
             ledger.check(.transferNoTemporaryFiles, !FileSystem.exists(temporary), actor: history, "multipart body left behind")
         }
     }

@@ -19,10 +19,14 @@ final class ScenarioPlan: Sendable {
     let transfer: TransferPlan?
     /// How long a stopped client may take to end (the profile's `gracefulStop`).
     let stopBound: Duration
+    /// The seams a test bends (empty in real runs). Here, not in each connection: the plan is shared, so an
+    /// honest run pays nothing per connection for them.
+    let faults: RunFaults
 
     init(index: Int, scenario: Scenario, url: WebSocketURL, configuration: WebSocketClientConfiguration, filler: [UInt8],
-         transfer: TransferPlan? = nil, stopBound: Duration) {
+         transfer: TransferPlan? = nil, stopBound: Duration, faults: RunFaults = RunFaults()) {
         self.stopBound = stopBound
+        self.faults = faults
         self.index = index
         self.scenario = scenario
         websocket = scenario.websocket
@@ -31,6 +35,39 @@ final class ScenarioPlan: Sendable {
         self.filler = filler
         self.transfer = transfer
     }
+}
+
+/// Where a simulated client's connect-and-reconnect loop can be bent, for the oracle's proofs: the conformances
+/// that break something live in the tests; the defaults (a protocol extension) are the honest client. Each
+/// method is asked at most once per connection, connect attempt or backoff.
+package protocol ReconnectFaults: Sendable {
+    /// The reconnect attempts the actor's lifecycle allows, for a scenario allowing `scenarioMaximum` (the
+    /// checker holds the scenario's own). Honest: `scenarioMaximum`.
+    func maximumAttempts(allowing scenarioMaximum: Int) -> Int
+    /// The run stopped this actor before it started: whether it connects anyway. Honest: false.
+    func connectsThoughStoppedBeforeStart() -> Bool
+    /// This actor's connection number `number` (1 for its first) just opened: whether the actor leaves it
+    /// open, undriven, and connects again from a fresh lifecycle. Honest: false.
+    func connectsAgain(afterOpening number: Int) -> Bool
+    /// A connection opened: whether the lifecycle is told (which resets its attempts). Honest: true.
+    func tellsLifecycleOfSuccess() -> Bool
+    /// A connection the run stopped has closed, and this actor has connected again after a stop `earlier`
+    /// times: whether it connects again from a fresh lifecycle. Honest: false.
+    func connectsAgainAfterStop(earlier: Int) -> Bool
+    /// The backoff the actor takes (and the checker sees), for the one the lifecycle drew. Honest: `drawn`.
+    func backoff(drawn: Duration) -> Duration
+    /// How long the actor really waits before it reconnects, for a backoff of `delay`. Honest: `delay`.
+    func wait(forBackoff delay: Duration) -> Duration
+}
+
+extension ReconnectFaults {
+    package func maximumAttempts(allowing scenarioMaximum: Int) -> Int { scenarioMaximum }
+    package func connectsThoughStoppedBeforeStart() -> Bool { false }
+    package func connectsAgain(afterOpening number: Int) -> Bool { false }
+    package func tellsLifecycleOfSuccess() -> Bool { true }
+    package func connectsAgainAfterStop(earlier: Int) -> Bool { false }
+    package func backoff(drawn: Duration) -> Duration { drawn }
+    package func wait(forBackoff delay: Duration) -> Duration { delay }
 }
 
 /// One simulated client: connects, drives its pattern, and reconnects with the scenario's backoff after
@@ -44,7 +81,6 @@ struct VirtualUser {
     let recorder: LoopRecorder
     let latch: StopLatch
     let ledger: InvariantLedger
-    let faults: FaultSwitches
     var random: SeededRandomNumberGenerator
     let clock = LoopClock()
     /// Created when the actor starts (on its loop).
@@ -56,17 +92,17 @@ struct VirtualUser {
     private var hasConnectedSinceBackoff = false
     /// The last backoff waited since the last success, as the checker derives the decorrelated bounds.
     private var previousBackoff: Duration?
-    /// The `reconnectAfterIntentionalDisconnect` fault fires once.
-    private var isStopFaultSpent = false
+    /// How often a fault seam made this actor connect again after the run stopped it (never, in real runs).
+    private var connectsAfterStop = 0
+    /// How many connections of this actor have opened.
+    private var openedCount = 0
     /// This actor's connections that have opened and were not yet seen closed: the one-live-connection
     /// checker counts them by their own state, not by how this loop means to use them.
     private var openedConnections: [WebSocketManager] = []
-    /// The `connectWhileLive` fault's first connection, left open until the actor ends.
-    private var strayConnection: WebSocketManager?
 
     init(
         id: Int, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder, latch: StopLatch, ledger: InvariantLedger,
-        faults: FaultSwitches, random: SeededRandomNumberGenerator
+        random: SeededRandomNumberGenerator
     ) {
         self.id = id
         self.plan = plan
@@ -74,10 +110,9 @@ struct VirtualUser {
         self.recorder = recorder
         self.latch = latch
         self.ledger = ledger
-        self.faults = faults
         self.random = random
         startedAt = clock.now
-        lifecycle = ConnectionLifecycle(policy: Self.lifecyclePolicy(plan, faults))
+        lifecycle = ConnectionLifecycle(policy: Self.lifecyclePolicy(plan))
     }
 
     enum Ending { case stopped, finished, dropped }
@@ -90,7 +125,8 @@ struct VirtualUser {
             latch.remove(id)
         }
         await connectUntilDone()
-        if let stray = strayConnection { await stray.disconnect(code: .normalClosure, reason: "done") }
+        // Every driven connection is closed by now; one a fault seam left open undriven is closed here.
+        for connection in openedConnections { await connection.disconnect(code: .normalClosure, reason: "done") }
     }
 
     /// Connects, drives, and reconnects after unintended drops until the actor is done. The lifecycle decides
@@ -98,7 +134,7 @@ struct VirtualUser {
     private mutating func connectUntilDone() async {
         var downSince: LoopClock.Instant?
         // Stopped before it ran (the end of the run or a ramp-down overtook its start): it never connects.
-        if latch.isStopped(id) && !faults.reconnectAfterIntentionalDisconnect {
+        if latch.isStopped(id) && plan.faults.reconnect?.connectsThoughStoppedBeforeStart() != true {
             history.note("stopped before connecting")
             return
         }
@@ -123,18 +159,19 @@ struct VirtualUser {
         lifecycle.handle(event, at: startedAt.duration(to: clock.now), using: &random)
     }
 
-    /// The scenario's reconnect policy as the lifecycle applies it. The `attemptBeyondMaximum` fault lets it make
-    /// one attempt more than the scenario allows (the checker holds the scenario's own maximum).
-    private static func lifecyclePolicy(_ plan: ScenarioPlan, _ faults: FaultSwitches) -> ReconnectPolicy? {
+    /// The scenario's reconnect policy as the lifecycle applies it (a fault seam may change its maximum; the
+    /// checker holds the scenario's own).
+    private static func lifecyclePolicy(_ plan: ScenarioPlan) -> ReconnectPolicy? {
         var policy = plan.websocket.reconnect
-        if faults.attemptBeyondMaximum, let maximum = policy?.maximumAttempts { policy?.maximumAttempts = maximum + 1 }
+        if let faults = plan.faults.reconnect, let maximum = policy?.maximumAttempts {
+            policy?.maximumAttempts = faults.maximumAttempts(allowing: maximum)
+        }
         return policy
     }
 
-    /// The lifecycle starts over, forgetting its past: how the `connectWhileLive` and
-    /// `reconnectAfterIntentionalDisconnect` faults make it connect when it must not.
+    /// The lifecycle starts over, forgetting its past: how a fault seam makes the actor connect when it must not.
     private mutating func forgetLifecycle() -> ConnectionLifecycle.Action {
-        lifecycle = ConnectionLifecycle(policy: Self.lifecyclePolicy(plan, faults))
+        lifecycle = ConnectionLifecycle(policy: Self.lifecyclePolicy(plan))
         return advance(.start)
     }
 
@@ -169,9 +206,10 @@ struct VirtualUser {
         let live = await pruneClosedConnections()
         ledger.check(.oneLiveConnection, live == 1, actor: history, "\(live) live connections")
         history.note("connected")
-        if faults.connectWhileLive && strayConnection == nil {
-            strayConnection = manager  // the fault: connect again while this connection stays open
-            return forgetLifecycle()
+        openedCount += 1
+        let faults = plan.faults.reconnect
+        if faults?.connectsAgain(afterOpening: openedCount) == true {
+            return forgetLifecycle()  // a fault: this connection stays open, undriven, until the actor ends
         }
         hasConnectedSinceBackoff = true
         if let timings {
@@ -182,8 +220,8 @@ struct VirtualUser {
         if let since = downSince { recorder.reconnectRecovery.record(microseconds: since.duration(to: clock.now)) }
         downSince = nil
         previousBackoff = nil
-        // The `keepAttemptsAfterSuccess` fault hides the success from the lifecycle, so its attempts run on.
-        if !faults.keepAttemptsAfterSuccess { _ = advance(.connected) }
+        // A fault seam may hide the success from the lifecycle, so its attempts run on.
+        if faults?.tellsLifecycleOfSuccess() ?? true { _ = advance(.connected) }
         recorder.connectionsOpened += 1
         recorder.liveConnections += 1
         let ending = await drive(manager)
@@ -202,9 +240,9 @@ struct VirtualUser {
                          "a message was delivered after the connection ended")
         }
         history.note("disconnected \(closeCode.map { String($0.rawValue) } ?? "-") (\(ending))")
-        if ending == .stopped && faults.reconnectAfterIntentionalDisconnect && !isStopFaultSpent {
-            isStopFaultSpent = true
-            return forgetLifecycle()  // the fault: once, connect again after the run stopped this actor
+        if ending == .stopped, faults?.connectsAgainAfterStop(earlier: connectsAfterStop) == true {
+            connectsAfterStop += 1
+            return forgetLifecycle()  // a fault: connect again after the run stopped this actor
         }
         if ending == .dropped {
             downSince = clock.now
@@ -260,8 +298,8 @@ struct VirtualUser {
         guard let transition = lifecycle.lastTransition, let policy = plan.websocket.reconnect else {
             return advance(.stopRequested)  // unreachable: a wait follows a backoff drawn from the scenario's policy
         }
-        var delay = drawn
-        if faults.truncateBackoffToWholeSeconds { delay = .seconds(delay.components.seconds) }
+        let faults = plan.faults.reconnect
+        let delay = faults?.backoff(drawn: drawn) ?? drawn
         ledger.checkBackoff(transition, waiting: delay, policy: policy, previousDelay: previousBackoff,
                             isFirstAfterSuccess: hasConnectedSinceBackoff, actor: history)
         hasConnectedSinceBackoff = false
@@ -271,7 +309,7 @@ struct VirtualUser {
         // the backoff short: the delay is the lifecycle's, to the nanosecond.
         latch.discardPendingWake(id)
         let started = clock.now
-        let deadline = started.advanced(by: faults.cutBackoffShort ? delay / 2 : delay)
+        let deadline = started.advanced(by: faults?.wait(forBackoff: delay) ?? delay)
         while !latch.isStopped(id) && clock.now < deadline { await waitForLatch(until: deadline) }
         if latch.isStopped(id) { return advance(.stopRequested) }
         ledger.checkBackoffWaited(started.duration(to: clock.now), of: delay, actor: history)
@@ -294,7 +332,7 @@ struct VirtualUser {
     private mutating func drive(_ manager: WebSocketManager) async -> Ending {
         let connection = ConnectionRun(
             id: id, plan: plan, recorder: recorder, latch: latch, random: random.split(), loop: loop, ledger: ledger,
-            history: history, faults: faults)
+            history: history)
         let latch = self.latch
         let id = self.id
         let loop = self.loop

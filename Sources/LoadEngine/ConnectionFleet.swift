@@ -44,10 +44,15 @@ struct ConnectionFleet {
         running.value == 0 && plans.indices.allSatisfy { everStarted[$0] >= plans[$0].websocket.connections }
     }
 
+    /// Counts `step`'s peak as followed (``RunResult/ScenarioResult/peakTarget``).
+    mutating func notePeak(_ step: RunAgenda.RampStep, scenario index: Int) {
+        peakTargets[index] = max(peakTargets[index], step.peak)
+    }
+
     /// Starts connections of scenario `index` up to the step's peak, then stops the newest down to its target.
     mutating func follow(_ step: RunAgenda.RampStep, scenario index: Int, in connections: inout TaskGroup<Void>) {
         let plan = plans[index]
-        peakTargets[index] = max(peakTargets[index], step.peak)
+        notePeak(step, scenario: index)
         while active[index].count < step.peak {
             let id = nextID
             nextID += 1

@@ -59,7 +59,10 @@ struct Coordinator {
                     let due = agenda.advance(to: elapsed)
                     fireChaos(due.chaos, decidedAt: elapsed, runStart: start, in: &connections)
                     for (index, step) in due.ramps.enumerated() {
-                        if let step { fleet.follow(step, scenario: index, in: &connections) }
+                        guard let step else { continue }
+                        // Past the end (a late wake), a step's peak counts as followed but nobody starts: whoever
+                        // started now would connect after the run and only be stopped.
+                        if due.isOver { fleet.notePeak(step, scenario: index) } else { fleet.follow(step, scenario: index, in: &connections) }
                     }
                     if due.isOver { break }
                     if agenda.areRampsOver(at: elapsed) && fleet.isSpent { break }  // every connection spent its budget

@@ -5,18 +5,14 @@ import Profile
 /// transitions, and hold them against what the actor saw itself (the run's stop, its own successes, the time it
 /// waited) and against the scenario's policy, never against the lifecycle's own view of the policy.
 extension InvariantLedger {
-    /// A connect attempt, at the lifecycle's transition into `connecting`: not after the run stopped the actor,
-    /// and (for a reconnect) not beyond the scenario's `maximumAttempts`.
-    func checkConnectAttempt(
-        _ transition: ConnectionLifecycle.Transition?, isStopped: Bool, isReconnect: Bool, maximumAttempts: Int?,
-        actor: ActorHistory
-    ) {
-        check(.noReconnectAfterIntentional, !isStopped && transition?.from != .stopped(.intentional), actor: actor,
-              "connect attempt after the run stopped this actor")
-        if isReconnect, let maximumAttempts {
-            let attempt = transition?.attempt ?? 0
-            check(.maximumAttempts, attempt <= maximumAttempts, actor: actor,
-                  "reconnect attempt \(attempt) since the last success, of at most \(maximumAttempts)")
+    /// A connect attempt (the lifecycle's `connect` action): not after the run stopped the actor,
+    /// and (for a reconnect, numbered by the actor's own count since its last success — not the lifecycle's, which
+    /// is what is checked) not beyond the scenario's `maximumAttempts`.
+    func checkConnectAttempt(isStopped: Bool, reconnect: Int?, maximumAttempts: Int?, actor: ActorHistory) {
+        check(.noReconnectAfterIntentional, !isStopped, actor: actor, "connect attempt after the run stopped this actor")
+        if let reconnect, let maximumAttempts {
+            check(.maximumAttempts, reconnect <= maximumAttempts, actor: actor,
+                  "reconnect attempt \(reconnect) since the last success, of at most \(maximumAttempts)")
         }
     }
 

@@ -92,6 +92,9 @@ struct VirtualUser {
     private var hasConnectedSinceBackoff = false
     /// The last backoff waited since the last success, as the checker derives the decorrelated bounds.
     private var previousBackoff: Duration?
+    /// Reconnect attempts this actor made since its last successful connection, counted by the actor itself: the
+    /// maximum-attempts check holds this, not the lifecycle's own count, against the scenario's policy.
+    private var reconnectsSinceSuccess = 0
     /// How often a fault seam made this actor connect again after the run stopped it (never, in real runs).
     private var connectsAfterStop = 0
     /// How many connections of this actor have opened.
@@ -178,7 +181,8 @@ struct VirtualUser {
     /// Connect attempt `attempt`; on success drives the connection until it ends. Returns the lifecycle's next action.
     private mutating func connectAndDrive(attempt: Int, downSince: inout LoopClock.Instant?) async -> ConnectionLifecycle.Action {
         let isReconnect = downSince != nil
-        ledger.checkConnectAttempt(lifecycle.lastTransition, isStopped: latch.isStopped(id), isReconnect: isReconnect,
+        if isReconnect { reconnectsSinceSuccess += 1 }
+        ledger.checkConnectAttempt(isStopped: latch.isStopped(id), reconnect: isReconnect ? reconnectsSinceSuccess : nil,
                                    maximumAttempts: plan.websocket.reconnect?.maximumAttempts, actor: history)
         let manager = WebSocketManager(url: plan.url, configuration: plan.configuration, loop: loop)
         recorder.connectAttempts += 1
@@ -220,6 +224,7 @@ struct VirtualUser {
         if let since = downSince { recorder.reconnectRecovery.record(microseconds: since.duration(to: clock.now)) }
         downSince = nil
         previousBackoff = nil
+        reconnectsSinceSuccess = 0
         // A fault seam may hide the success from the lifecycle, so its attempts run on.
         if faults?.tellsLifecycleOfSuccess() ?? true { _ = advance(.connected) }
         recorder.connectionsOpened += 1

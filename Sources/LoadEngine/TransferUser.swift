@@ -141,7 +141,7 @@ struct TransferUser {
                 }
                 finish(start: start, bytes: result.length, timeToFirstByte: result.timeToFirstByte)
                 history.note("download \(sequence) done: \(result.length) bytes\(resumeData == nil ? "" : ", resumed")")
-                if !scenario.keepsFiles { try? FileSystem.remove(destination) }
+                if !scenario.keepsFiles { try? FileSystem.remove(destination) }  // verified and not kept; the leftover scan reports any file left
             case .interrupted(let data, let transferred, let statuses):
                 record(statuses: statuses)
                 recorder.transferResumes += 1
@@ -166,7 +166,7 @@ struct TransferUser {
                 if faults?.removes(.partialDownload, at: request.partPath) ?? true { try? FileSystem.remove(request.partPath) }
             case .cancelled(let partPath):
                 history.note("download \(sequence) cancelled by the stop")
-                try? FileSystem.remove(partPath)
+                try? FileSystem.remove(partPath)  // the stop's cancelled part; the leftover scan reports any file left
             }
             let leftover = ([request.partPath] + abandonedParts).filter { FileSystem.exists($0) }
             ledger.check(.transferNoTemporaryFiles, leftover.isEmpty, actor: history,
@@ -224,12 +224,12 @@ struct TransferUser {
             form.file = (name: "file", fileName: FileSystem.lastComponent(of: file), contentType: contentType, path: file)
             let path = transfer.directory + "/\(plan.scenario.name)-\(id)-\(sequence).multipart.tmp"
             do {
-                try? FileSystem.remove(path)
+                try? FileSystem.remove(path)  // a stale body of an earlier run of this slot, if any
                 _ = try form.write(to: path)
             } catch {
                 recorder.transfersFailed += 1
                 recorder.recordError(TransferError.from(error, doing: "multipart body"))
-                try? FileSystem.remove(path)
+                try? FileSystem.remove(path)  // the half-written body; the error above is what is recorded
                 return
             }
             temporary = path
@@ -239,7 +239,7 @@ struct TransferUser {
         let faults = plan.faults.transfers
         let removesBody = temporary.map { faults?.removes(.multipartBody, at: $0) ?? true } ?? true
         defer {
-            if let temporary, removesBody { try? FileSystem.remove(temporary) }
+            if let temporary, removesBody { try? FileSystem.remove(temporary) }  // the leftover scan reports a body left behind
         }
         let request = UploadRequest(url: transfer.url, method: transfer.scenario.method, file: source, contentType: contentType)
         let task = UploadTask(request: request, configuration: transfer.configuration, loop: loop)
@@ -260,7 +260,7 @@ struct TransferUser {
             recorder.recordError(TransferError.from(error, doing: "upload"))
         }
         if let temporary {
-            if removesBody { try? FileSystem.remove(temporary) }
+            if removesBody { try? FileSystem.remove(temporary) }  // the leftover scan reports a body left behind
             ledger.check(.transferNoTemporaryFiles, !FileSystem.exists(temporary), actor: history, "multipart body left behind")
         }
     }

@@ -225,7 +225,7 @@ extension DownloadTask {
     }
 
     /// Splits `length` bytes into at most `segments` ranges of at least `minimum` bytes each.
-    public static func split(length: Int64, segments: Int, minimum: Int64) -> [SegmentProgress] {
+    package static func split(length: Int64, segments: Int, minimum: Int64) -> [SegmentProgress] {
         guard length > 0 else { return [] }
         let count = Int(max(1, min(Int64(segments), length / max(1, minimum))))
         let size = length / Int64(count)

@@ -11,10 +11,10 @@ import Runtime
 /// a 206 gives the length and the plan, a 200 means the server ignores ranges, and that response is
 /// then read as the single stream. Failed segments retry from where they stopped, as each segment's connection
 /// lifecycle decides (``TransferRetries``).
-public actor DownloadTask {
-    public nonisolated let loop: EventLoop
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-    public nonisolated let request: DownloadRequest
+package actor DownloadTask {
+    package nonisolated let loop: EventLoop
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    package nonisolated let request: DownloadRequest
     let configuration: TransferConfiguration
     let onProgress: (@Sendable (DownloadProgress) -> Void)?
     let onCheckpoint: (@Sendable (ResumeData) -> Void)?
@@ -57,7 +57,7 @@ public actor DownloadTask {
     ///   - onCheckpoint: called with fresh resume data at most every `checkpointInterval` (for a journal).
     ///   - interruptAt: for load simulations: once this share (0–1) of the file is on disk, stop exactly
     ///     there, as if the process were killed, and fail with `cancelled` and resume data.
-    public init(
+    package init(
         request: DownloadRequest, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop,
         resumeData: ResumeData? = nil, checkpointInterval: Duration = .milliseconds(500), interruptAt: Double? = nil,
         onProgress: (@Sendable (DownloadProgress) -> Void)? = nil, onCheckpoint: (@Sendable (ResumeData) -> Void)? = nil
@@ -82,20 +82,20 @@ public actor DownloadTask {
     }
 
     /// Body bytes received so far by this run.
-    public var transferredBytes: Int64 { bytesTransferred }
+    package var transferredBytes: Int64 { bytesTransferred }
 
     /// Final response statuses so far, by code (also after a failure).
-    public var responseStatuses: [Int: Int] { statuses }
+    package var responseStatuses: [Int: Int] { statuses }
 
     /// The current resume data (what a failure would hand back).
-    public var resumeData: ResumeData {
+    package var resumeData: ResumeData {
         ResumeData(url: url.description, destination: request.destination, partPath: request.partPath, validators: validators,
                    totalLength: totalLength, segments: plan)
     }
 
     /// Runs the download to completion.
     /// - Throws: ``TransferError`` with resume data (cancellation included: `cancelled`).
-    public func run() async throws -> DownloadResult {
+    package func run() async throws -> DownloadResult {
         let clock = LoopClock()
         let start = clock.now
         startedAt = start

@@ -5,10 +5,10 @@ import Runtime
 ///
 /// Loop-confined like the streams under it: call it from an actor or task on ``loop``. A watchdog closes
 /// the connection when a request is outstanding and nothing arrives for `requestTimeout`.
-public final class HTTPClientConnection: @unchecked Sendable {
-    public let loop: EventLoop
+package final class HTTPClientConnection: @unchecked Sendable {
+    package let loop: EventLoop
     /// `scheme://host:port` this connection reaches; a request for another origin needs another connection.
-    public let origin: String
+    package let origin: String
     private let stream: any ByteStream
     private let configuration: TransferConfiguration
     /// Received bytes not yet consumed (a response head, body bytes, or the next response).
@@ -18,16 +18,16 @@ public final class HTTPClientConnection: @unchecked Sendable {
     private var watchdog: ScheduledTimer?
     private var isWaiting = false
     /// False once a response ends the connection, a body was abandoned, or anything failed.
-    public private(set) var isReusable = true
+    package private(set) var isReusable = true
     /// Requests sent on this connection.
-    public private(set) var requestCount = 0
+    package private(set) var requestCount = 0
     /// True when the last ``readResponseHead()`` failed because the server closed the connection before
     /// sending a byte of the response: a kept-alive connection the server had already given up on, where
     /// an idempotent request may be sent again on a new connection (RFC 9112 §9.3.1).
-    public private(set) var wasClosedBeforeResponse = false
+    package private(set) var wasClosedBeforeResponse = false
     /// TCP connect and TLS handshake times, for `http.connect` metrics.
-    public let connectDuration: Duration
-    public let tlsDuration: Duration?
+    package let connectDuration: Duration
+    package let tlsDuration: Duration?
 
     private init(loop: EventLoop, origin: String, stream: any ByteStream, configuration: TransferConfiguration,
                  connectDuration: Duration, tlsDuration: Duration?) {
@@ -47,7 +47,7 @@ public final class HTTPClientConnection: @unchecked Sendable {
     static func origin(of url: HTTPURL) -> String { "\(url.isSecure ? "https" : "http")://\(url.hostHeader)" }
 
     /// Connects to `url`'s origin. Call on `loop`'s thread.
-    public static func connect(
+    package static func connect(
         to url: HTTPURL, configuration: TransferConfiguration, on loop: EventLoop
     ) async throws -> HTTPClientConnection {
         let clock = LoopClock()
@@ -68,7 +68,7 @@ public final class HTTPClientConnection: @unchecked Sendable {
     }
 
     /// The request head for `method` on `url` with the configuration's headers and auth.
-    public func requestHead(method: String, url: HTTPURL, headers extra: HTTPHeaders = HTTPHeaders()) -> HTTPRequestHead {
+    package func requestHead(method: String, url: HTTPURL, headers extra: HTTPHeaders = HTTPHeaders()) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: url.hostHeader)
         headers.add(name: "User-Agent", value: "wsload")
@@ -79,19 +79,19 @@ public final class HTTPClientConnection: @unchecked Sendable {
     }
 
     /// Sends a request head (and an optional small body).
-    public func send(_ head: HTTPRequestHead, body: [UInt8] = []) async throws {
+    package func send(_ head: HTTPRequestHead, body: [UInt8] = []) async throws {
         requestCount += 1
         if !head.keepsConnectionAlive { isReusable = false }
         try await guarded { try await stream.write(head.serialized() + body) }
     }
 
     /// Sends body bytes of a request whose head was already sent.
-    public func sendBody(_ bytes: [UInt8]) async throws {
+    package func sendBody(_ bytes: [UInt8]) async throws {
         try await guarded { try await stream.write(bytes) }
     }
 
     /// Reads the next final response head, skipping 1xx interim responses (RFC 9110 §15.2).
-    public func readResponseHead() async throws -> HTTPResponseHead {
+    package func readResponseHead() async throws -> HTTPResponseHead {
         var parser = HTTPHeadParser(maximumHeadSize: configuration.maximumHeadSize)
         while true {
             if let (head, length) = try parser.parseResponse(buffer) {
@@ -117,7 +117,7 @@ public final class HTTPClientConnection: @unchecked Sendable {
     /// buffer: no copies). `sink` returns false to abandon the rest (the connection is then not reused).
     /// - Returns: the body bytes delivered.
     @discardableResult
-    public func readBody(
+    package func readBody(
         framing: HTTPBodyFraming, limiter: BandwidthLimiter? = nil, sink: (ArraySlice<UInt8>) throws -> Bool
     ) async throws -> Int64 {
         var decoder = HTTPBodyDecoder(framing: framing)
@@ -167,7 +167,7 @@ public final class HTTPClientConnection: @unchecked Sendable {
     }
 
     /// Reads a body into memory, keeping at most `limit` bytes.
-    public func readBody(framing: HTTPBodyFraming, limit: Int) async throws -> [UInt8] {
+    package func readBody(framing: HTTPBodyFraming, limit: Int) async throws -> [UInt8] {
         var body: [UInt8] = []
         try await readBody(framing: framing) { bytes in
             body.append(contentsOf: bytes.prefix(limit - body.count))
@@ -177,7 +177,7 @@ public final class HTTPClientConnection: @unchecked Sendable {
     }
 
     /// Closes now; safe from any thread.
-    public func close() {
+    package func close() {
         isReusable = false
         stream.close()
     }
@@ -226,12 +226,12 @@ public final class HTTPClientConnection: @unchecked Sendable {
 
 /// Paces one task's reads to a byte rate (a token bucket with a 100 ms burst): the per-task bandwidth
 /// cap of a constrained network. Shared by a ranged download's segments.
-public final class BandwidthLimiter: @unchecked Sendable {
-    public let bytesPerSecond: Int64
+package final class BandwidthLimiter: @unchecked Sendable {
+    package let bytesPerSecond: Int64
     private let start = LoopClock().now
     private var total: Int64 = 0
 
-    public init(bytesPerSecond: Int64) {
+    package init(bytesPerSecond: Int64) {
         precondition(bytesPerSecond > 0)
         self.bytesPerSecond = bytesPerSecond
     }

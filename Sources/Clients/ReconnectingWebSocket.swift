@@ -11,9 +11,9 @@ import WebSocket
 /// successful connection. It ends after
 /// ``disconnect(code:reason:)`` (never reconnecting after it), when the attempts are used up, or when its
 /// task is cancelled. One live connection at most, always.
-public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
+package actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     /// What the socket reports: every connection's events in order, plus its own reconnects and give-up.
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         case connected(subprotocol: String?)
         case text(String)
         case data([UInt8])
@@ -25,11 +25,11 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
         case gaveUp(attempts: Int)
     }
 
-    public nonisolated let loop: EventLoop
-    public nonisolated let url: WebSocketURL
-    public nonisolated let configuration: WebSocketClientConfiguration
-    public nonisolated let policy: ReconnectPolicy
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    package nonisolated let loop: EventLoop
+    package nonisolated let url: WebSocketURL
+    package nonisolated let configuration: WebSocketClientConfiguration
+    package nonisolated let policy: ReconnectPolicy
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
     private let clock: C
     private var random: any RandomNumberGenerator & Sendable
@@ -43,12 +43,12 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     private let eventStream: AsyncStream<Event>
     private let eventContinuation: AsyncStream<Event>.Continuation
     /// Connections made so far (successful handshakes).
-    public var connectionCount: Int { lifecycle.connectionCount }
+    package var connectionCount: Int { lifecycle.connectionCount }
     /// The lifecycle's most recent transitions (up to 64), oldest first: what it did and when, on the clock.
-    public var transitions: [ConnectionLifecycle.Transition] { lifecycle.transitions }
+    package var transitions: [ConnectionLifecycle.Transition] { lifecycle.transitions }
     private static var transitionsKept: Int { 64 }
 
-    public init(
+    package init(
         url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), policy: ReconnectPolicy = .init(),
         loop: EventLoop, clock: C, random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
     ) {
@@ -63,7 +63,7 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     }
 
     /// All connections' events in order, plus `reconnecting` and `gaveUp`. One consumer.
-    public nonisolated func events() -> AsyncStream<Event> { eventStream }
+    package nonisolated func events() -> AsyncStream<Event> { eventStream }
 
     /// Feeds `event` to the lifecycle at the clock's current instant.
     private func handle(_ event: ConnectionLifecycle.Event) -> ConnectionLifecycle.Action {
@@ -73,7 +73,7 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
         return lifecycle.handle(event, at: start.duration(to: now), using: &random)
     }
 
-    public func run() async {
+    package func run() async {
         var action = handle(Task.isCancelled ? .stopRequested : .start)
         while true {
             switch action {
@@ -156,18 +156,18 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     }
 
     /// Sends on the current connection. - Throws: `not_connected` between connections.
-    public func send(text: String) async throws(WebSocketClientError) {
+    package func send(text: String) async throws(WebSocketClientError) {
         guard let current else { throw WebSocketClientError(.notConnected, "reconnecting") }
         try await current.send(text: text)
     }
 
-    public func send(data: [UInt8]) async throws(WebSocketClientError) {
+    package func send(data: [UInt8]) async throws(WebSocketClientError) {
         guard let current else { throw WebSocketClientError(.notConnected, "reconnecting") }
         try await current.send(data: data)
     }
 
     /// Closes for good: the current connection closes normally and no reconnect follows.
-    public func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+    package func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
         closeRequest = (code, reason)
         // Whatever the lifecycle says (close an open connection, stop a backoff, remember it mid-connect), the
         // connection in hand closes now and the sleeper wakes: no further attempt follows.
@@ -179,7 +179,7 @@ public actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
 
 extension ReconnectingWebSocket where C == LoopClock {
     /// A reconnecting WebSocket on the runtime's clock with a system RNG for jitter.
-    public init(url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), policy: ReconnectPolicy = .init(), loop: EventLoop) {
+    package init(url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), policy: ReconnectPolicy = .init(), loop: EventLoop) {
         self.init(url: url, configuration: configuration, policy: policy, loop: loop, clock: LoopClock())
     }
 }

@@ -2,37 +2,37 @@ import HTTP1
 import JSON
 
 /// One byte range of a download and how much of it is on disk: `first + received` is where it continues.
-public struct SegmentProgress: Sendable, Hashable {
-    public var first: Int64
+package struct SegmentProgress: Sendable, Hashable {
+    package var first: Int64
     /// The last byte (inclusive); nil while the length is unknown (a single stream without Content-Length).
-    public var last: Int64?
-    public var received: Int64
+    package var last: Int64?
+    package var received: Int64
 
-    public init(first: Int64, last: Int64?, received: Int64 = 0) {
+    package init(first: Int64, last: Int64?, received: Int64 = 0) {
         self.first = first
         self.last = last
         self.received = received
     }
 
-    public var isComplete: Bool { last.map { first + received > $0 } ?? false }
+    package var isComplete: Bool { last.map { first + received > $0 } ?? false }
     /// Where the next byte goes.
-    public var nextOffset: Int64 { first + received }
+    package var nextOffset: Int64 { first + received }
 }
 
 /// What a failed or interrupted download needs to continue without refetching what is on disk — the
 /// counterpart of `NSURLSessionDownloadTaskResumeData`: the URL, the validators that guard the resume
 /// (`If-Range`), the partial file and which ranges of it are valid.
-public struct ResumeData: Sendable, Hashable {
+package struct ResumeData: Sendable, Hashable {
     /// The URL after redirects.
-    public var url: String
-    public var destination: String
+    package var url: String
+    package var destination: String
     /// The partial file beside the destination.
-    public var partPath: String
-    public var validators: Validators
-    public var totalLength: Int64?
-    public var segments: [SegmentProgress]
+    package var partPath: String
+    package var validators: Validators
+    package var totalLength: Int64?
+    package var segments: [SegmentProgress]
 
-    public init(
+    package init(
         url: String, destination: String, partPath: String, validators: Validators, totalLength: Int64?, segments: [SegmentProgress]
     ) {
         self.url = url
@@ -44,12 +44,12 @@ public struct ResumeData: Sendable, Hashable {
     }
 
     /// Bytes already on disk that a resume keeps.
-    public var bytesOnDisk: Int64 { segments.reduce(0) { $0 + $1.received } }
+    package var bytesOnDisk: Int64 { segments.reduce(0) { $0 + $1.received } }
 
     /// Whether a server can be asked for the rest: validators to guard `If-Range` and a byte to continue from.
-    public var isResumable: Bool { validators.ifRangeValue != nil && bytesOnDisk > 0 }
+    package var isResumable: Bool { validators.ifRangeValue != nil && bytesOnDisk > 0 }
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         var object: JSONObject = [
             "version": 1, "url": .string(url), "destination": .string(destination), "partPath": .string(partPath),
         ]
@@ -63,14 +63,14 @@ public struct ResumeData: Sendable, Hashable {
     }
 
     /// The resume data as JSON bytes (what `wsload download` keeps beside a partial file).
-    public func serialized() -> [UInt8] { Array(json.formatted(pretty: false).utf8) }
+    package func serialized() -> [UInt8] { Array(json.formatted(pretty: false).utf8) }
 
     /// Why serialized resume data could not be read back.
-    public struct DecodingError: Error, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct DecodingError: Error, Sendable, CustomStringConvertible {
+        package var description: String
     }
 
-    public init(json: JSONValue) throws(DecodingError) {
+    package init(json: JSONValue) throws(DecodingError) {
         func string(_ key: String) throws(DecodingError) -> String {
             guard let value = json[key]?.stringValue else {
                 throw DecodingError(description: "resume data: \"\(key)\" is missing or not a string")
@@ -107,7 +107,7 @@ public struct ResumeData: Sendable, Hashable {
         self.segments = segments
     }
 
-    public init(serialized bytes: [UInt8]) throws(DecodingError) {
+    package init(serialized bytes: [UInt8]) throws(DecodingError) {
         let value: JSONValue
         do {
             value = try JSONValue(parsing: bytes)

@@ -5,37 +5,37 @@ import Runtime
 /// How transfer tasks connect and behave: the options of a background `URLSessionConfiguration`
 /// (resource and request timeouts, discretionary start, constrained networks) plus what a load tool
 /// needs (retries, limits on what servers send).
-public struct TransferConfiguration: Sendable {
+package struct TransferConfiguration: Sendable {
     /// The client TLS context for `https://` (share one so sessions resume); nil uses a verifying default.
-    public var tls: TLSContext?
+    package var tls: TLSContext?
     /// SNI and the certificate name; defaults to the URL's host.
-    public var serverName: String?
-    public var tcp: TCPOptions
+    package var serverName: String?
+    package var tcp: TCPOptions
     /// Extra request headers (never `Authorization`: use ``bearerToken``).
-    public var headers: HTTPHeaders
+    package var headers: HTTPHeaders
     /// Sent as `Authorization: Bearer`; never printed, journaled or written to reports.
-    public var bearerToken: String?
+    package var bearerToken: String?
     /// `timeoutIntervalForRequest`: a response that sends nothing for this long fails with `timeout`.
-    public var requestTimeout: Duration
+    package var requestTimeout: Duration
     /// `timeoutIntervalForResource`: the whole transfer, retries included, must end within this.
-    public var resourceTimeout: Duration
+    package var resourceTimeout: Duration
     /// Redirects followed before failing with `too_many_redirects`.
-    public var maximumRedirects: Int
+    package var maximumRedirects: Int
     /// Response heads larger than this fail with `http_protocol`.
-    public var maximumHeadSize: Int
+    package var maximumHeadSize: Int
     /// Bodies read into memory (upload answers, error pages) are cut here.
-    public var maximumInMemoryBody: Int
+    package var maximumInMemoryBody: Int
     /// Backoff between retries of a failed request or segment.
-    public var retry: ReconnectPolicy
+    package var retry: ReconnectPolicy
     /// `isDiscretionary`: start after a random delay of up to this (spreads a fleet's starts).
-    public var discretionaryDelay: Duration?
+    package var discretionaryDelay: Duration?
     /// `allowsConstrainedNetworkAccess = false` as a load tool means it: cap each task at this many
     /// bytes per second (nil or 0: no cap).
-    public var bandwidthLimit: Int64?
+    package var bandwidthLimit: Int64?
     /// fdatasync the file before it is moved into place (and the journal after each checkpoint).
-    public var isDurable: Bool
+    package var isDurable: Bool
 
-    public init(
+    package init(
         tls: TLSContext? = nil, serverName: String? = nil, tcp: TCPOptions = TCPOptions(), headers: HTTPHeaders = HTTPHeaders(),
         bearerToken: String? = nil, requestTimeout: Duration = .seconds(60), resourceTimeout: Duration = .seconds(7 * 24 * 3600),
         maximumRedirects: Int = 5, maximumHeadSize: Int = 64 * 1024, maximumInMemoryBody: Int = 1024 * 1024,
@@ -61,10 +61,10 @@ public struct TransferConfiguration: Sendable {
 }
 
 /// Why a transfer failed, with a stable code for metrics, and what it takes to resume it.
-public struct TransferError: Error, Sendable, CustomStringConvertible {
+package struct TransferError: Error, Sendable, CustomStringConvertible {
     /// Stable codes: the runtime's (`refused`, `reset`, `timeout`, `no_space`, `file_too_large`, `tls_verify`,
     /// …) and the transfer's own.
-    public enum Code: String, Sendable, Hashable, CaseIterable {
+    package enum Code: String, Sendable, Hashable, CaseIterable {
         case httpStatus = "http_status"
         case httpProtocol = "http_protocol"
         case contentRangeMismatch = "content_range_mismatch"
@@ -80,16 +80,16 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
         case network
     }
 
-    public var code: Code
+    package var code: Code
     /// The runtime's code name when the cause was an I/O error (`no_space`, `refused`, …).
-    public var runtimeCode: String?
-    public var detail: String
+    package var runtimeCode: String?
+    package var detail: String
     /// The HTTP status, for `http_status`.
-    public var status: Int?
+    package var status: Int?
     /// How to continue a download later (nil for uploads and when nothing can be resumed).
-    public var resumeData: ResumeData?
+    package var resumeData: ResumeData?
 
-    public init(_ code: Code, _ detail: String, status: Int? = nil, runtimeCode: String? = nil, resumeData: ResumeData? = nil) {
+    package init(_ code: Code, _ detail: String, status: Int? = nil, runtimeCode: String? = nil, resumeData: ResumeData? = nil) {
         self.code = code
         self.detail = detail
         self.status = status
@@ -98,13 +98,13 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The code metrics count by: the runtime's for I/O failures, else the transfer's.
-    public var metricCode: String { runtimeCode ?? code.rawValue }
+    package var metricCode: String { runtimeCode ?? code.rawValue }
 
-    public var description: String { "\(metricCode): \(detail)" }
+    package var description: String { "\(metricCode): \(detail)" }
 
     /// Whether trying again can help (network trouble, 5xx, 408/429, timeouts), as opposed to a
     /// client-side or permanent failure.
-    public var isRetryable: Bool {
+    package var isRetryable: Bool {
         switch code {
         case .network, .requestTimeout: true
         case .httpStatus: status.map { $0 >= 500 || $0 == 408 || $0 == 429 } ?? false
@@ -114,7 +114,7 @@ public struct TransferError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Classifies any error thrown below a transfer.
-    public static func from(_ error: any Error, doing what: String) -> TransferError {
+    package static func from(_ error: any Error, doing what: String) -> TransferError {
         switch error {
         case let error as TransferError: return error
         case is CancellationError: return TransferError(.cancelled, "\(what) was cancelled")

@@ -5,20 +5,20 @@ import Runtime
 
 /// How a session task ended, as delivered to ``TransferSession/run(onCompletion:onAllEventsDelivered:)``
 /// (`didFinishDownloadingTo` / `didCompleteWithError`).
-public struct TransferCompletion: Sendable {
+package struct TransferCompletion: Sendable {
     /// What the task achieved: a verified file, an upload's status and digest, or why it failed.
-    public enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         case downloaded(location: String, length: Int64, sha256: String?)
         case uploaded(status: Int, bytesSent: Int64, sha256: String)
         case failed(code: String, detail: String)
     }
 
-    public var taskID: Int
-    public var outcome: Outcome
+    package var taskID: Int
+    package var outcome: Outcome
     /// Body bytes this process received or sent for the task (after a relaunch: only what was missing).
-    public var bytesTransferred: Int64
+    package var bytesTransferred: Int64
     /// True when the task finished in an earlier process and is delivered only now, after relaunch.
-    public var isReplayed: Bool
+    package var isReplayed: Bool
 }
 
 /// A background session: tasks journaled to disk under an identifier, so that a process killed
@@ -34,17 +34,17 @@ public struct TransferCompletion: Sendable {
 /// Force quit (``cancelAll()``) cancels the tasks and deletes their partial files: nothing resumes.
 /// System termination (the process dies, or ``run(onCompletion:onAllEventsDelivered:)`` is cancelled)
 /// keeps them for the next launch.
-public actor TransferSession {
+package actor TransferSession {
     /// What a journaled task does: a download or an upload, with its request.
-    public enum TaskKind: Sendable {
+    package enum TaskKind: Sendable {
         case download(DownloadRequest)
         case upload(UploadRequest)
     }
 
-    public nonisolated let identifier: String
-    public nonisolated let loop: EventLoop
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-    public nonisolated let journalPath: String
+    package nonisolated let identifier: String
+    package nonisolated let loop: EventLoop
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    package nonisolated let journalPath: String
     private let configuration: TransferConfiguration
     private let journal: DataFile
     private var journalLength: Int64
@@ -63,7 +63,7 @@ public actor TransferSession {
 
     /// Opens (or creates) the session's journal and replays it.
     /// - Throws: `TransferError` (`file`) when the journal cannot be opened or another process holds it.
-    public init(
+    package init(
         identifier: String, directory: String, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop
     ) throws {
         guard !identifier.isEmpty, identifier.utf8.allSatisfy({ isIdentifierByte($0) }) else {
@@ -95,21 +95,21 @@ public actor TransferSession {
     }
 
     /// Tasks that will run (or resume) on the next ``run(onCompletion:onAllEventsDelivered:)``.
-    public var unfinishedTaskIDs: [Int] {
+    package var unfinishedTaskIDs: [Int] {
         entries.filter { $0.value.completion == nil && !$0.value.isCancelled }.map(\.key).sorted()
     }
 
     /// Tasks finished but not yet delivered.
-    public var undeliveredTaskIDs: [Int] {
+    package var undeliveredTaskIDs: [Int] {
         entries.filter { $0.value.completion != nil && !$0.value.isDelivered }.map(\.key).sorted()
     }
 
     /// Bytes already on disk for an unfinished download (from its last checkpoint).
-    public func resumableBytes(of taskID: Int) -> Int64 { entries[taskID]?.resumeData?.bytesOnDisk ?? 0 }
+    package func resumableBytes(of taskID: Int) -> Int64 { entries[taskID]?.resumeData?.bytesOnDisk ?? 0 }
 
     /// Adds a task to the journal; it starts with the next run.
     @discardableResult
-    public func add(_ kind: TaskKind) throws -> Int {
+    package func add(_ kind: TaskKind) throws -> Int {
         let id = nextID
         nextID += 1
         entries[id] = Entry(kind: kind)
@@ -140,7 +140,7 @@ public actor TransferSession {
     /// time; first delivers completions an earlier process journaled but did not deliver. Each completion
     /// is delivered once; `onAllEventsDelivered` (`urlSessionDidFinishEvents`) follows the last one.
     /// Cancelling the calling task stops the transfers and keeps them resumable (system termination).
-    public func run(
+    package func run(
         concurrency: Int = 64, onProgress: (@Sendable (Int, Int64) -> Void)? = nil,
         onCompletion: @Sendable (TransferCompletion) -> Void, onAllEventsDelivered: @Sendable () -> Void = {}
     ) async throws {
@@ -178,7 +178,7 @@ public actor TransferSession {
     }
 
     /// Force quit: cancels every unfinished task and deletes its partial file; none will resume.
-    public func cancelAll() throws {
+    package func cancelAll() throws {
         isCancellingAll = true
         for id in unfinishedTaskIDs {
             if case .download(let request) = entries[id]!.kind { try? FileSystem.remove(request.partPath) }  // a part file already gone is what cancelling wants
@@ -188,7 +188,7 @@ public actor TransferSession {
     }
 
     /// Closes the journal (releasing the identifier for another process).
-    public func close() { journal.close() }
+    package func close() { journal.close() }
 
     // MARK: Running
 

@@ -2,7 +2,7 @@ import Foundation
 import WebSocket
 
 /// A message type carried in a `{"type": …, "payload": …}` envelope.
-public protocol WebSocketMessage: Codable, Sendable {
+package protocol WebSocketMessage: Codable, Sendable {
     /// The envelope's `type` for this message.
     static var messageType: String { get }
 }
@@ -10,9 +10,9 @@ public protocol WebSocketMessage: Codable, Sendable {
 /// Codable messages over a ``WebSocketManager``: each message travels as a JSON text frame
 /// `{"type": "<messageType>", "payload": <the message>}`. Decoding knows a set of message types;
 /// anything else is surfaced as `.unknown`, never dropped.
-public struct TypedWebSocketTransport: Sendable {
+package struct TypedWebSocketTransport: Sendable {
     /// A decoded frame.
-    public enum Decoded: Sendable {
+    package enum Decoded: Sendable {
         case message(any WebSocketMessage)
         /// A well-formed envelope whose type is not registered; `payload` is its raw JSON.
         case unknown(type: String, payload: [UInt8])
@@ -20,10 +20,10 @@ public struct TypedWebSocketTransport: Sendable {
         case malformed(reason: String)
     }
 
-    public let manager: WebSocketManager
+    package let manager: WebSocketManager
     private let knownTypes: [any WebSocketMessage.Type]
 
-    public init(manager: WebSocketManager, knownTypes: [any WebSocketMessage.Type]) {
+    package init(manager: WebSocketManager, knownTypes: [any WebSocketMessage.Type]) {
         self.manager = manager
         self.knownTypes = knownTypes
     }
@@ -42,19 +42,19 @@ public struct TypedWebSocketTransport: Sendable {
     }
 
     /// The JSON text for `message` in its envelope.
-    public static func encode<T: WebSocketMessage>(_ message: T) throws -> String {
+    package static func encode<T: WebSocketMessage>(_ message: T) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: try encoder.encode(Envelope(type: T.messageType, payload: message)), as: UTF8.self)
     }
 
     /// Sends `message` as a text frame.
-    public func send<T: WebSocketMessage>(_ message: T) async throws {
+    package func send<T: WebSocketMessage>(_ message: T) async throws {
         try await manager.send(text: try Self.encode(message))
     }
 
     /// Decodes one frame's bytes (text or binary JSON).
-    public func decode(_ bytes: [UInt8]) -> Decoded {
+    package func decode(_ bytes: [UInt8]) -> Decoded {
         let data = Data(bytes)
         let decoder = JSONDecoder()
         // Not an envelope: reported as an undecodable message below, not an error of the connection.
@@ -79,7 +79,7 @@ public struct TypedWebSocketTransport: Sendable {
     }
 
     /// Decodes a manager event's message, or nil for events that carry none.
-    public func decode(_ event: WebSocketManager.Event) -> Decoded? {
+    package func decode(_ event: WebSocketManager.Event) -> Decoded? {
         switch event {
         case .text(let text): decode(Array(text.utf8))
         case .data(let bytes): decode(bytes)

@@ -3,14 +3,14 @@ import HTTP1
 import Runtime
 
 /// An upload from a file (`uploadTask(with:fromFile:)`): background uploads never come from memory.
-public struct UploadRequest: Sendable {
-    public var url: HTTPURL
+package struct UploadRequest: Sendable {
+    package var url: HTTPURL
     /// PUT or POST.
-    public var method: String
-    public var file: String
-    public var contentType: String
+    package var method: String
+    package var file: String
+    package var contentType: String
 
-    public init(url: HTTPURL, method: String = "PUT", file: String, contentType: String = "application/octet-stream") {
+    package init(url: HTTPURL, method: String = "PUT", file: String, contentType: String = "application/octet-stream") {
         self.url = url
         self.method = method
         self.file = file
@@ -19,33 +19,33 @@ public struct UploadRequest: Sendable {
 }
 
 /// `didSendBodyData`: how far an upload is.
-public struct UploadProgress: Sendable, Hashable {
-    public var bytesSent: Int64
-    public var bytesExpected: Int64
+package struct UploadProgress: Sendable, Hashable {
+    package var bytesSent: Int64
+    package var bytesExpected: Int64
 }
 
 /// A finished upload: the server's answer (a 2xx) and what was sent.
-public struct UploadResult: Sendable {
-    public var status: Int
+package struct UploadResult: Sendable {
+    package var status: Int
     /// The response body, cut at the configuration's in-memory limit.
-    public var body: [UInt8]
-    public var bytesSent: Int64
+    package var body: [UInt8]
+    package var bytesSent: Int64
     /// SHA-256 of the bytes sent (the file as read while sending).
-    public var sha256: [UInt8]
+    package var sha256: [UInt8]
     /// From the last body byte sent to the response head.
-    public var timeToFirstByte: Duration
-    public var duration: Duration
-    public var retries: Int
-    public var statuses: [Int: Int]
+    package var timeToFirstByte: Duration
+    package var duration: Duration
+    package var retries: Int
+    package var statuses: [Int: Int]
 }
 
 /// Uploads a file with `Content-Length`, streamed from disk in 256 KiB reads with the connection's
 /// backpressure. Retryable failures start the upload again after the backoff delay the connection lifecycle
 /// draws (HTTP/1.1 has no standard way to continue a partial upload).
-public actor UploadTask {
-    public nonisolated let loop: EventLoop
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-    public nonisolated let request: UploadRequest
+package actor UploadTask {
+    package nonisolated let loop: EventLoop
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    package nonisolated let request: UploadRequest
     private let configuration: TransferConfiguration
     private let onProgress: (@Sendable (UploadProgress) -> Void)?
     private var random = SeededRandomNumberGenerator(seed: nil)
@@ -54,7 +54,7 @@ public actor UploadTask {
     /// The request's attempts: the connection lifecycle decides retries, backoff, give-up and the deadline's stop.
     private var attempts: TransferRetries
 
-    public init(request: UploadRequest, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop,
+    package init(request: UploadRequest, configuration: TransferConfiguration = TransferConfiguration(), loop: EventLoop,
                 onProgress: (@Sendable (UploadProgress) -> Void)? = nil) {
         self.loop = loop
         self.request = request
@@ -63,7 +63,7 @@ public actor UploadTask {
         attempts = TransferRetries(policy: configuration.retry)
     }
 
-    public func run() async throws -> UploadResult {
+    package func run() async throws -> UploadResult {
         let clock = LoopClock()
         let start = clock.now
         attempts = TransferRetries(policy: configuration.retry)
@@ -150,31 +150,31 @@ public actor UploadTask {
 
 /// A `multipart/form-data` body (RFC 7578) written to a temporary file first, as background uploads
 /// require, then uploaded from that file.
-public struct MultipartForm: Sendable {
+package struct MultipartForm: Sendable {
     /// A plain text field of the form.
-    public struct Field: Sendable {
-        public var name: String
-        public var value: String
+    package struct Field: Sendable {
+        package var name: String
+        package var value: String
 
-        public init(name: String, value: String) {
+        package init(name: String, value: String) {
             self.name = name
             self.value = value
         }
     }
 
-    public var fields: [Field] = []
+    package var fields: [Field] = []
     /// The file part: form name, file name, content type and the path to read.
-    public var file: (name: String, fileName: String, contentType: String, path: String)?
-    public let boundary: String
+    package var file: (name: String, fileName: String, contentType: String, path: String)?
+    package let boundary: String
 
-    public init(boundary: String = "wsload-" + Crypto.hex(Crypto.randomBytes(12))) {
+    package init(boundary: String = "wsload-" + Crypto.hex(Crypto.randomBytes(12))) {
         self.boundary = boundary
     }
 
-    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+    package var contentType: String { "multipart/form-data; boundary=\(boundary)" }
 
     /// Writes the whole body to `path` (a new file) and returns its length.
-    public func write(to path: String) throws -> Int64 {
+    package func write(to path: String) throws -> Int64 {
         let output = try DataFile.open(path, mode: .createNew)
         defer { output.close() }
         var offset: Int64 = 0

@@ -3,9 +3,9 @@ import Runtime
 import WebSocket
 
 /// How a ``WebSocketManager`` connects: handshake options, TLS, limits, heartbeats and timeouts.
-public struct WebSocketClientConfiguration: Sendable {
+package struct WebSocketClientConfiguration: Sendable {
     /// How the client proves who it is. Tokens are never printed or written to reports.
-    public enum Authentication: Sendable {
+    package enum Authentication: Sendable {
         /// `Authorization: Bearer <token>`: preferred (query strings end up in access logs).
         case bearer(String)
         /// Any header, e.g. `X-API-Key`.
@@ -15,33 +15,33 @@ public struct WebSocketClientConfiguration: Sendable {
     }
 
     /// Extra handshake headers.
-    public var headers: HTTPHeaders
-    public var origin: String?
+    package var headers: HTTPHeaders
+    package var origin: String?
     /// Subprotocols offered in preference order; the chosen one is ``WebSocketManager/negotiatedSubprotocol``.
-    public var subprotocols: [String]
+    package var subprotocols: [String]
     /// A permessage-deflate offer, or nil to not offer compression.
-    public var compression: PerMessageDeflateOffer?
-    public var authentication: Authentication?
+    package var compression: PerMessageDeflateOffer?
+    package var authentication: Authentication?
     /// The client TLS context for `wss://` (share one across connections so sessions resume).
-    public var tls: TLSContext?
+    package var tls: TLSContext?
     /// SNI and the name the certificate must match; defaults to the URL's host.
-    public var serverName: String?
-    public var tcp: TCPOptions
+    package var serverName: String?
+    package var tcp: TCPOptions
     /// The whole opening handshake (TLS included) must finish within this.
-    public var handshakeTimeout: Duration
+    package var handshakeTimeout: Duration
     /// After a close frame is sent, the peer's close (and TCP close) must come within this.
-    public var closeTimeout: Duration
+    package var closeTimeout: Duration
     /// Frame, message and fragment limits for what the server sends.
-    public var limits: WebSocketConnection.Configuration
+    package var limits: WebSocketConnection.Configuration
     /// Send a ping every `pingInterval`; nil sends none.
-    public var pingInterval: Duration?
+    package var pingInterval: Duration?
     /// A ping unanswered this long declares the peer dead (event `.error(pong_timeout)`, then 1006).
-    public var pongTimeout: Duration
+    package var pongTimeout: Duration
     /// Where a test bends the client to prove the correctness oracle notices; nil (always, in real runs) is the
     /// honest client. Asked at most once per connection, never per message.
     package var faults: (any WebSocketClientFaults)?
 
-    public init(
+    package init(
         headers: HTTPHeaders = HTTPHeaders(), origin: String? = nil, subprotocols: [String] = [],
         compression: PerMessageDeflateOffer? = nil, authentication: Authentication? = nil, tls: TLSContext? = nil,
         serverName: String? = nil, tcp: TCPOptions = TCPOptions(), handshakeTimeout: Duration = .seconds(10),

@@ -2,9 +2,9 @@ import Runtime
 import WebSocket
 
 /// Why a WebSocket client connection failed or ended badly; ``code`` is stable and tags report metrics.
-public struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
+package struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
     /// The stable tag of the failure, as reports count it.
-    public enum Code: String, Sendable, Hashable, CaseIterable {
+    package enum Code: String, Sendable, Hashable, CaseIterable {
         /// TCP or DNS failed (see ``runtimeError`` for refused, timeout, dns, ...).
         case connect
         /// TLS failed: verification, handshake or configuration.
@@ -25,14 +25,14 @@ public struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
         case invalidConfiguration = "invalid_configuration"
     }
 
-    public var code: Code
-    public var detail: String
+    package var code: Code
+    package var detail: String
     /// The runtime failure behind `connect`, `tls` and `transport` errors.
-    public var runtimeError: RuntimeError?
-    public var handshakeError: WebSocketHandshakeError?
-    public var protocolError: WebSocketProtocolError?
+    package var runtimeError: RuntimeError?
+    package var handshakeError: WebSocketHandshakeError?
+    package var protocolError: WebSocketProtocolError?
 
-    public init(
+    package init(
         _ code: Code, _ detail: String, runtimeError: RuntimeError? = nil, handshakeError: WebSocketHandshakeError? = nil,
         protocolError: WebSocketProtocolError? = nil
     ) {
@@ -43,7 +43,7 @@ public struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
         self.protocolError = protocolError
     }
 
-    public var description: String { "\(code.rawValue): \(detail)" }
+    package var description: String { "\(code.rawValue): \(detail)" }
 
     /// `connect`, `tls` or `transport` from a runtime error, keeping it.
     static func from(_ error: RuntimeError, during code: Code) -> WebSocketClientError {

@@ -8,7 +8,7 @@ extension WebSocketManager {
     /// driver whose own task is blocked in ``receive()``: that read then sees the rest of the messages in
     /// flight and the peer's close, and ends with `not_connected` (`.disconnected` carries the peer's code).
     /// Does nothing unless the connection is open.
-    public func beginClosing(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+    package func beginClosing(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
         guard state == .open else { return }
         state = .closing
         ending = nil
@@ -19,7 +19,7 @@ extension WebSocketManager {
     }
 
     /// Drops the connection at once, without a closing handshake (the reader ends with 1006 and `reason`).
-    public func abort(reason: String) {
+    package func abort(reason: String) {
         guard state != .closed, let stream else { return }
         if ending == nil { ending = (.abnormalClosure, reason) }
         stream.close()
@@ -27,7 +27,7 @@ extension WebSocketManager {
 
     /// Closes intentionally: sends a close frame, waits up to `closeTimeout` for the closing handshake,
     /// then closes the transport. Idempotent; returns when the connection is closed.
-    public func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
+    package func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
         switch state {
         case .idle:
             state = .closed

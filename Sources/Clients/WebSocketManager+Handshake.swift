@@ -7,7 +7,7 @@ import WebSocketIO
 extension WebSocketManager {
     /// Performs the opening handshake (TCP, TLS for wss, HTTP upgrade) within `handshakeTimeout`.
     /// ``run()`` calls it; call it directly only to drive the connection without `run`.
-    public func connect() async throws(WebSocketClientError) {
+    package func connect() async throws(WebSocketClientError) {
         guard state == .idle else { throw WebSocketClientError(.invalidConfiguration, "connect() called twice") }
         state = .connecting
         var deadlineHit = false

@@ -6,7 +6,7 @@ import WebSocketIO
 /// periodic ping that declares a silent peer dead.
 extension WebSocketManager {
     /// Sends a ping and returns the round trip when its pong arrives (needs ``run()`` to be reading).
-    public func sendPing() async throws -> Duration {
+    package func sendPing() async throws -> Duration {
         let id = try await transmitPing()
         if let roundTrip = answeredPings.removeValue(forKey: id) { return roundTrip }
         return try await withTaskCancellationHandler {
@@ -91,7 +91,7 @@ extension WebSocketManager {
 
     /// Pings every `interval` from now on (replacing `configuration.pingInterval`); each ping must be
     /// answered within `configuration.pongTimeout` or the peer is declared dead. Needs ``run()``.
-    public func startPinging(interval: Duration) {
+    package func startPinging(interval: Duration) {
         pingInterval = interval
         pingIntervalWaiter?.resume()
         pingIntervalWaiter = nil
@@ -99,7 +99,7 @@ extension WebSocketManager {
     }
 
     /// Stops periodic pings (after the current one).
-    public func stopPinging() {
+    package func stopPinging() {
         pingInterval = nil
     }
 

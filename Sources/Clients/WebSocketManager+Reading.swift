@@ -11,7 +11,7 @@ extension WebSocketManager {
     /// ``run()``, not both.
     /// - Throws: `protocol` after a violation (the connection is failed with its close code);
     ///   `not_connected` once the connection has closed (``events()`` then ends with `.disconnected`).
-    public func receive() async throws(WebSocketClientError) -> WebSocketConnection.Message {
+    package func receive() async throws(WebSocketClientError) -> WebSocketConnection.Message {
         guard !isRunning else { throw WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
         guard let channel, state == .open || state == .closing else {
             if let late = messageAfterClose() { return late }  // only under a test's fault: after `.disconnected`

@@ -14,9 +14,9 @@ import WebSocketIO
 /// The pieces live by idea: the opening handshake in `WebSocketManager+Handshake.swift`, the read side
 /// (both modes, over the shared `WebSocketChannel` read loop) in `+Reading`, sending in `+Sending`, pings in
 /// `+Heartbeats`, the closing handshake in `+Closing`.
-public actor WebSocketManager {
+package actor WebSocketManager {
     /// What happened on the connection.
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         /// The handshake completed (a valid 101); carries the negotiated subprotocol.
         case connected(subprotocol: String?)
         case text(String)
@@ -29,48 +29,48 @@ public actor WebSocketManager {
 
     /// Where the connection is in its life: idle until ``connect()``, open after a valid 101, closing
     /// once either side sent a close frame, closed at the end (never reopened).
-    public enum State: Sendable, Hashable { case idle, connecting, open, closing, closed }
+    package enum State: Sendable, Hashable { case idle, connecting, open, closing, closed }
 
-    public nonisolated let loop: EventLoop
-    public nonisolated let url: WebSocketURL
-    public nonisolated let configuration: WebSocketClientConfiguration
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    package nonisolated let loop: EventLoop
+    package nonisolated let url: WebSocketURL
+    package nonisolated let configuration: WebSocketClientConfiguration
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
-    public internal(set) var state: State = .idle
+    package internal(set) var state: State = .idle
     /// The subprotocol the server chose, once connected.
-    public internal(set) var negotiatedSubprotocol: String?
+    package internal(set) var negotiatedSubprotocol: String?
     /// The permessage-deflate parameters agreed, once connected.
-    public internal(set) var negotiatedCompression: PerMessageDeflateParameters?
+    package internal(set) var negotiatedCompression: PerMessageDeflateParameters?
     /// The round trip of the last answered ping.
-    public internal(set) var lastPingRoundTrip: Duration?
+    package internal(set) var lastPingRoundTrip: Duration?
     /// Once closed: the code `.disconnected` carried (the peer's; 1005 if its close had none; 1006 if
     /// there was no closing handshake).
-    public var closeCode: WebSocketCloseCode? { state == .closed ? (ending?.code ?? .abnormalClosure) : nil }
+    package var closeCode: WebSocketCloseCode? { state == .closed ? (ending?.code ?? .abnormalClosure) : nil }
     /// Why it closed, once closed: the peer's close reason, or what went wrong when there was no closing
     /// handshake (1006). Nil while open, and when the peer's close carried no reason.
-    public var closeReason: String? {
+    package var closeReason: String? {
         guard state == .closed else { return nil }
         guard let faults = configuration.faults, let closeCode else { return ending?.reason }
         return faults.reportedCloseReason(ending?.reason, code: closeCode)
     }
     /// How long each phase of the opening handshake took, once connected.
-    public internal(set) var handshakeTimings: HandshakeTimings?
+    package internal(set) var handshakeTimings: HandshakeTimings?
 
     /// The phases of the opening handshake, as a load report splits them.
-    public struct HandshakeTimings: Sendable, Hashable {
+    package struct HandshakeTimings: Sendable, Hashable {
         /// DNS and the TCP handshake.
-        public var tcpConnect: Duration
+        package var tcpConnect: Duration
         /// The TLS handshake (wss only).
-        public var tlsHandshake: Duration?
+        package var tlsHandshake: Duration?
         /// From sending the upgrade request to a valid 101.
-        public var upgrade: Duration
+        package var upgrade: Duration
         /// When the 101 was validated (loop clock).
-        public var completedAt: LoopClock.Instant
+        package var completedAt: LoopClock.Instant
     }
 
     /// When `.connected` was emitted and the state became open (loop clock); the oracle checks it came
     /// after ``HandshakeTimings/completedAt``.
-    public internal(set) var connectedAt: LoopClock.Instant?
+    package internal(set) var connectedAt: LoopClock.Instant?
 
     let eventStream: AsyncStream<Event>
     let eventContinuation: AsyncStream<Event>.Continuation
@@ -97,7 +97,7 @@ public actor WebSocketManager {
     private var commandWaiter: CheckedContinuation<Command, Never>?
 
     /// - Parameter loop: the loop this connection lives on (its socket, timers and this actor).
-    public init(url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), loop: EventLoop) {
+    package init(url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), loop: EventLoop) {
         self.url = url
         self.configuration = configuration
         self.loop = loop
@@ -115,13 +115,13 @@ public actor WebSocketManager {
 
     /// The connection's events. One consumer; the stream finishes after `.disconnected` (or a
     /// connect `.error`).
-    public nonisolated func events() -> AsyncStream<Event> { eventStream }
+    package nonisolated func events() -> AsyncStream<Event> { eventStream }
 
     // MARK: Lifecycle
 
     /// Connects (unless ``connect()`` already did), then serves the connection until it closes (by either
     /// side, by failure, or by cancelling the calling task). Never throws: failures are events.
-    public func run() async {
+    package func run() async {
         if state != .open {
             do {
                 try await connect()

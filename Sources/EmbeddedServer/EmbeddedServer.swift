@@ -11,26 +11,26 @@ import WebSocket
 ///
 /// Bind with ``bind(_:on:)``, then call ``run()`` inside a task group; cancelling that task stops the
 /// server and closes every connection.
-public final class EmbeddedServer: Sendable {
-    public let configuration: ServerConfiguration
+package final class EmbeddedServer: Sendable {
+    package let configuration: ServerConfiguration
     private let listeners: RestartableListeners
     private var loops: [EventLoop] { listeners.loops }
     /// The live WebSocket sessions of each loop, for chaos actions (index: loop index).
     let registries: [SessionRegistry]
-    public let statistics = ServerStatistics()
+    package let statistics = ServerStatistics()
 
     /// The bound address (the real port when port 0 was asked for); a restart listens on it again.
-    public var localAddress: SocketAddress { listeners.localAddress }
+    package var localAddress: SocketAddress { listeners.localAddress }
 
     /// `http://HOST:PORT` or `https://…` for this server's HTTP routes (no trailing slash).
-    public var httpURL: String {
+    package var httpURL: String {
         let address = localAddress
         let host = address.family == .ipv6 ? "[\(address.ip)]" : address.ip
         return "\(configuration.tls == nil ? "http" : "https")://\(host):\(address.port)"
     }
 
     /// `ws://HOST:PORT/` or `wss://…` for this server.
-    public var url: String {
+    package var url: String {
         let address = localAddress
         let host = address.family == .ipv6 ? "[\(address.ip)]" : address.ip
         return "\(configuration.tls == nil ? "ws" : "wss")://\(host):\(address.port)/"
@@ -43,7 +43,7 @@ public final class EmbeddedServer: Sendable {
     }
 
     /// Binds one listener per loop of `group` on the configured address.
-    public static func bind(_ configuration: ServerConfiguration, on group: EventLoopGroup) async throws -> EmbeddedServer {
+    package static func bind(_ configuration: ServerConfiguration, on group: EventLoopGroup) async throws -> EmbeddedServer {
         let address = try SocketAddress(ip: configuration.host, port: configuration.port)
         let listeners = try await TCPListener.bind(address, on: group.loops, backlog: 4096)
         return EmbeddedServer(configuration: configuration, listeners: listeners)
@@ -52,9 +52,9 @@ public final class EmbeddedServer: Sendable {
     /// Serves until the calling task is cancelled; then closes the listeners and every connection.
     /// The executor to start ``run()`` on (`addTask(executorPreference: server.taskExecutor)`): the
     /// server then starts accepting at once, however busy the global pool is.
-    public var taskExecutor: LoopTaskExecutor { loops[0].taskExecutor }
+    package var taskExecutor: LoopTaskExecutor { loops[0].taskExecutor }
 
-    public func run() async {
+    package func run() async {
         await listeners.run(onRestart: { self.statistics.restarts.add(1, ordering: .relaxed) }) { index, listener, generation in
             await self.acceptLoop(listener, seed: self.configuration.chaos.seed.map { $0 &+ UInt64(index) &+ generation << 32 })
         }
@@ -63,7 +63,7 @@ public final class EmbeddedServer: Sendable {
     /// Applies a chaos action to the live WebSocket sessions (or the listeners, for a restart).
     /// - Returns: how many connections it affected.
     @discardableResult
-    public func perform(_ action: ServerChaosAction, seed: UInt64 = 0) async -> Int {
+    package func perform(_ action: ServerChaosAction, seed: UInt64 = 0) async -> Int {
         if case .restart(let pause) = action { listeners.closeForRestart(pause: pause) }
         let registries = registries
         let affected = await applyOnEachLoop(loops, seed: seed) { index, loop, loopSeed in
@@ -88,23 +88,23 @@ public final class EmbeddedServer: Sendable {
 }
 
 /// Counters a test or `serve` reads; updated with relaxed atomics from every loop.
-public final class ServerStatistics: Sendable {
-    public let accepted = Atomic<Int>(0)
-    public let upgraded = Atomic<Int>(0)
-    public let rejected = Atomic<Int>(0)
-    public let active = Atomic<Int>(0)
-    public let messagesEchoed = Atomic<Int>(0)
-    public let messagesPushed = Atomic<Int>(0)
-    public let chaosCloses = Atomic<Int>(0)
-    public let protocolFailures = Atomic<Int>(0)
-    public let restarts = Atomic<Int>(0)
-    public let httpRequests = Atomic<Int>(0)
-    public let bytesServed = Atomic<Int>(0)
-    public let uploads = Atomic<Int>(0)
-    public let bytesUploaded = Atomic<Int>(0)
+package final class ServerStatistics: Sendable {
+    package let accepted = Atomic<Int>(0)
+    package let upgraded = Atomic<Int>(0)
+    package let rejected = Atomic<Int>(0)
+    package let active = Atomic<Int>(0)
+    package let messagesEchoed = Atomic<Int>(0)
+    package let messagesPushed = Atomic<Int>(0)
+    package let chaosCloses = Atomic<Int>(0)
+    package let protocolFailures = Atomic<Int>(0)
+    package let restarts = Atomic<Int>(0)
+    package let httpRequests = Atomic<Int>(0)
+    package let bytesServed = Atomic<Int>(0)
+    package let uploads = Atomic<Int>(0)
+    package let bytesUploaded = Atomic<Int>(0)
 
     /// A one-line summary for logs.
-    public var summary: String {
+    package var summary: String {
         "accepted \(accepted.load(ordering: .relaxed)), upgraded \(upgraded.load(ordering: .relaxed)), "
             + "rejected \(rejected.load(ordering: .relaxed)), active \(active.load(ordering: .relaxed)), "
             + "echoed \(messagesEchoed.load(ordering: .relaxed)), pushed \(messagesPushed.load(ordering: .relaxed)), chaos closes \(chaosCloses.load(ordering: .relaxed)), "

@@ -5,17 +5,17 @@ import Runtime
 
 /// Faults the embedded HTTP file server injects; each can also be set per request in the query
 /// (`?drop_after=N&throttle=BPS&fail_rate=P&ranges=0`).
-public struct HTTPChaosOptions: Sendable, Hashable {
+package struct HTTPChaosOptions: Sendable, Hashable {
     /// Close the connection after sending this many body bytes of a response.
-    public var dropAfterBytes: Int64?
+    package var dropAfterBytes: Int64?
     /// Send bodies at most this fast (bytes per second).
-    public var throttleBytesPerSecond: Int64?
+    package var throttleBytesPerSecond: Int64?
     /// Answer 503 with this probability (0–1).
-    public var errorRate: Double
+    package var errorRate: Double
     /// Ignore `Range` and always send the whole file with 200 (a server without range support).
-    public var ignoresRanges: Bool
+    package var ignoresRanges: Bool
 
-    public init(dropAfterBytes: Int64? = nil, throttleBytesPerSecond: Int64? = nil, errorRate: Double = 0, ignoresRanges: Bool = false) {
+    package init(dropAfterBytes: Int64? = nil, throttleBytesPerSecond: Int64? = nil, errorRate: Double = 0, ignoresRanges: Bool = false) {
         self.dropAfterBytes = dropAfterBytes
         self.throttleBytesPerSecond = throttleBytesPerSecond
         self.errorRate = errorRate

@@ -3,19 +3,19 @@ import Profile
 import Synchronization
 
 /// How `wsload proxy` forwards and what it breaks.
-public struct ProxyConfiguration: Sendable {
-    public var listenHost: String
-    public var listenPort: Int
-    public var upstreamHost: String
-    public var upstreamPort: Int
+package struct ProxyConfiguration: Sendable {
+    package var listenHost: String
+    package var listenPort: Int
+    package var upstreamHost: String
+    package var upstreamPort: Int
     /// Added to every chunk, each way (a slower network).
-    public var delay: Duration?
+    package var delay: Duration?
     /// Bytes per second, each way, per connection.
-    public var throttle: Int64?
+    package var throttle: Int64?
     /// The upstream connect must succeed within this, or the client's connection is closed.
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
 
-    public init(
+    package init(
         listenHost: String = "127.0.0.1", listenPort: Int = 0, upstreamHost: String, upstreamPort: Int, delay: Duration? = nil,
         throttle: Int64? = nil, connectTimeout: Duration = .seconds(10)
     ) {
@@ -33,13 +33,13 @@ public struct ProxyConfiguration: Sendable {
 /// actions (kill, reset, stall, restart) plus delay and throttle, so reconnect correctness can be checked
 /// against any server. Byte-transparent (TLS passes through end to end); a close with a code needs
 /// WebSocket framing and is the embedded server's alone.
-public final class ProxyServer: Sendable {
-    public let configuration: ProxyConfiguration
+package final class ProxyServer: Sendable {
+    package let configuration: ProxyConfiguration
     private let listeners: RestartableListeners
     private var loops: [EventLoop] { listeners.loops }
     private let registries: [ProxyRegistry]
-    public var localAddress: SocketAddress { listeners.localAddress }
-    public let statistics = ProxyStatistics()
+    package var localAddress: SocketAddress { listeners.localAddress }
+    package let statistics = ProxyStatistics()
 
     private init(configuration: ProxyConfiguration, listeners: [TCPListener]) {
         self.configuration = configuration
@@ -47,16 +47,16 @@ public final class ProxyServer: Sendable {
         registries = listeners.map { _ in ProxyRegistry() }
     }
 
-    public static func bind(_ configuration: ProxyConfiguration, on group: EventLoopGroup) async throws -> ProxyServer {
+    package static func bind(_ configuration: ProxyConfiguration, on group: EventLoopGroup) async throws -> ProxyServer {
         let address = try SocketAddress(ip: configuration.listenHost, port: configuration.listenPort)
         return ProxyServer(configuration: configuration, listeners: try await TCPListener.bind(address, on: group.loops, backlog: 4096))
     }
 
     /// Start ``run()`` with this executor preference.
-    public var taskExecutor: LoopTaskExecutor { loops[0].taskExecutor }
+    package var taskExecutor: LoopTaskExecutor { loops[0].taskExecutor }
 
     /// Forwards until cancelled; a restart closes the listeners and listens again after its pause.
-    public func run() async {
+    package func run() async {
         await listeners.run(onRestart: { self.statistics.restarts.add(1, ordering: .relaxed) }) { index, listener, _ in
             await self.acceptLoop(listener, registry: self.registries[index])
         }
@@ -144,7 +144,7 @@ public final class ProxyServer: Sendable {
     /// Applies a chaos action to the forwarded connections (or the listeners, for a restart).
     /// - Returns: how many connections it affected.
     @discardableResult
-    public func perform(_ action: ServerChaosAction, seed: UInt64 = 0) async -> Int {
+    package func perform(_ action: ServerChaosAction, seed: UInt64 = 0) async -> Int {
         if case .restart(let pause) = action { listeners.closeForRestart(pause: pause) }
         let registries = registries
         let affected = await applyOnEachLoop(loops, seed: seed) { index, _, loopSeed in registries[index].apply(action, seed: loopSeed) }
@@ -206,16 +206,16 @@ final class ProxyRegistry: @unchecked Sendable {
 }
 
 /// Counters `wsload proxy` prints; relaxed atomics.
-public final class ProxyStatistics: Sendable {
-    public let accepted = Atomic<Int>(0)
-    public let active = Atomic<Int>(0)
-    public let upstreamFailures = Atomic<Int>(0)
-    public let bytesUp = Atomic<Int>(0)
-    public let bytesDown = Atomic<Int>(0)
-    public let chaos = Atomic<Int>(0)
-    public let restarts = Atomic<Int>(0)
+package final class ProxyStatistics: Sendable {
+    package let accepted = Atomic<Int>(0)
+    package let active = Atomic<Int>(0)
+    package let upstreamFailures = Atomic<Int>(0)
+    package let bytesUp = Atomic<Int>(0)
+    package let bytesDown = Atomic<Int>(0)
+    package let chaos = Atomic<Int>(0)
+    package let restarts = Atomic<Int>(0)
 
-    public var summary: String {
+    package var summary: String {
         "accepted \(accepted.load(ordering: .relaxed)), active \(active.load(ordering: .relaxed)), "
             + "upstream failures \(upstreamFailures.load(ordering: .relaxed)), bytes up \(bytesUp.load(ordering: .relaxed)), "
             + "down \(bytesDown.load(ordering: .relaxed)), chaos \(chaos.load(ordering: .relaxed)), restarts \(restarts.load(ordering: .relaxed))"

@@ -3,9 +3,9 @@ import Runtime
 import WebSocket
 
 /// Faults the embedded server injects, for testing how clients cope (reconnects, timeouts, close codes).
-public struct ChaosOptions: Sendable, Hashable {
+package struct ChaosOptions: Sendable, Hashable {
     /// How a chaos close ends a connection.
-    public enum CloseMode: String, Sendable, Hashable, CaseIterable {
+    package enum CloseMode: String, Sendable, Hashable, CaseIterable {
         /// A close frame with ``closeCode``, then the closing handshake.
         case closeFrame = "close"
         /// TCP closed without a close frame (the client sees 1006).
@@ -15,19 +15,19 @@ public struct ChaosOptions: Sendable, Hashable {
     }
 
     /// Close each connection this long after its handshake.
-    public var closeAfter: Duration?
+    package var closeAfter: Duration?
     /// Close instead of echoing, with this probability per message (0–1).
-    public var closeProbability: Double
-    public var closeCode: WebSocketCloseCode
-    public var closeMode: CloseMode
+    package var closeProbability: Double
+    package var closeCode: WebSocketCloseCode
+    package var closeMode: CloseMode
     /// Wait this long before each echo.
-    public var echoDelay: Duration?
+    package var echoDelay: Duration?
     /// After the handshake, never read again (a stalled server: pings go unanswered).
-    public var isReadingStopped: Bool
+    package var isReadingStopped: Bool
     /// Seed for the probability draws (runs repeat exactly); nil seeds from the system.
-    public var seed: UInt64?
+    package var seed: UInt64?
 
-    public init(
+    package init(
         closeAfter: Duration? = nil, closeProbability: Double = 0, closeCode: WebSocketCloseCode = .goingAway,
         closeMode: CloseMode = .closeFrame, echoDelay: Duration? = nil, isReadingStopped: Bool = false, seed: UInt64? = nil
     ) {
@@ -41,41 +41,41 @@ public struct ChaosOptions: Sendable, Hashable {
     }
 
     /// True when no fault is configured.
-    public var isNone: Bool {
+    package var isNone: Bool {
         closeAfter == nil && closeProbability == 0 && echoDelay == nil && !isReadingStopped
     }
 }
 
 /// How the embedded server listens and behaves.
-public struct ServerConfiguration: Sendable {
+package struct ServerConfiguration: Sendable {
     /// Loopback by default: the embedded server is a test target, not a public service.
-    public var host: String
+    package var host: String
     /// 0 picks a free port (see ``EmbeddedServer/localAddress``).
-    public var port: Int
+    package var port: Int
     /// A server TLS context to serve `wss://`; nil serves plain `ws://`.
-    public var tls: TLSContext?
+    package var tls: TLSContext?
     /// Subprotocols the server accepts, in preference order.
-    public var subprotocols: [String]
+    package var subprotocols: [String]
     /// Answer permessage-deflate offers.
-    public var isCompressionEnabled: Bool
+    package var isCompressionEnabled: Bool
     /// Limits on what clients send.
-    public var limits: WebSocketConnection.Configuration
-    public var chaos: ChaosOptions
+    package var limits: WebSocketConnection.Configuration
+    package var chaos: ChaosOptions
     /// The request head and TLS handshake must arrive within this.
-    public var handshakeTimeout: Duration
+    package var handshakeTimeout: Duration
     /// Called with each upgrade request (tests check headers the client sent). Runs on a loop thread.
-    public var onHandshake: (@Sendable (HTTPRequestHead) -> Void)?
+    package var onHandshake: (@Sendable (HTTPRequestHead) -> Void)?
     /// Where `/files/<name>` is served from; nil serves no files (only generated `/bytes/<size>`).
-    public var filesDirectory: String?
+    package var filesDirectory: String?
     /// Where `/upload` stores what it receives; nil only digests it.
-    public var uploadDirectory: String?
+    package var uploadDirectory: String?
     /// The largest upload accepted (413 above it).
-    public var maximumUploadSize: Int64 = 64 * 1024 * 1024 * 1024
+    package var maximumUploadSize: Int64 = 64 * 1024 * 1024 * 1024
     /// The largest `/bytes/<size>` served.
-    public var maximumGeneratedSize: Int64 = 1 << 40
-    public var httpChaos = HTTPChaosOptions()
+    package var maximumGeneratedSize: Int64 = 1 << 40
+    package var httpChaos = HTTPChaosOptions()
 
-    public init(
+    package init(
         host: String = "127.0.0.1", port: Int = 0, tls: TLSContext? = nil, subprotocols: [String] = [],
         isCompressionEnabled: Bool = true, limits: WebSocketConnection.Configuration = .init(), chaos: ChaosOptions = .init(),
         handshakeTimeout: Duration = .seconds(10), onHandshake: (@Sendable (HTTPRequestHead) -> Void)? = nil

@@ -5,13 +5,13 @@
 /// Values are grouped in buckets whose width doubles; each bucket has `subBucketCount` linear slots, so a
 /// value is stored with a relative error of at most 10^-significantDigits. Recording is O(1) and never
 /// allocates: the counts array is sized once at init from the trackable range.
-public struct Histogram: Sendable, Equatable {
+package struct Histogram: Sendable, Equatable {
     /// The smallest value distinguishable from 0 (values are rounded down to multiples of it).
-    public let lowestDiscernibleValue: UInt64
+    package let lowestDiscernibleValue: UInt64
     /// The largest value recorded as such; larger values are clamped to it and counted in ``clampedCount``.
-    public let highestTrackableValue: UInt64
+    package let highestTrackableValue: UInt64
     /// Decimal digits of precision kept for every value (1–5).
-    public let significantDigits: Int
+    package let significantDigits: Int
 
     let unitMagnitude: Int
     let subBucketHalfCountMagnitude: Int
@@ -23,20 +23,20 @@ public struct Histogram: Sendable, Equatable {
     var counts: [UInt64]
 
     /// The number of values recorded.
-    public internal(set) var totalCount: UInt64 = 0
+    package internal(set) var totalCount: UInt64 = 0
     /// How many recorded values exceeded ``highestTrackableValue`` and were stored as it.
-    public private(set) var clampedCount: UInt64 = 0
+    package private(set) var clampedCount: UInt64 = 0
     /// The exact smallest and largest values recorded (`UInt64.max` / 0 when empty).
-    public internal(set) var minimumRecorded: UInt64 = .max
-    public internal(set) var maximumRecorded: UInt64 = 0
+    package internal(set) var minimumRecorded: UInt64 = .max
+    package internal(set) var maximumRecorded: UInt64 = 0
 
     /// The default for latencies in microseconds: 1 µs to one hour at 3 significant digits (188 KB).
-    public static let microsecondsUpToOneHour: UInt64 = 3_600_000_000
+    package static let microsecondsUpToOneHour: UInt64 = 3_600_000_000
 
     /// - Precondition: `lowestDiscernibleValue >= 1`, `highestTrackableValue >= 2 * lowestDiscernibleValue`,
     ///   `1...5 ~= significantDigits` (programmer errors: the layout is chosen by code, never by input;
     ///   decoding untrusted layouts goes through ``init(validatingLowest:highest:significantDigits:)``).
-    public init(
+    package init(
         lowestDiscernibleValue: UInt64 = 1,
         highestTrackableValue: UInt64 = Histogram.microsecondsUpToOneHour,
         significantDigits: Int = 3
@@ -50,7 +50,7 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The layout for the given range, or nil if it is not a valid HdrHistogram layout.
-    public init?(validatingLowest lowest: UInt64, highest: UInt64, significantDigits: Int) {
+    package init?(validatingLowest lowest: UInt64, highest: UInt64, significantDigits: Int) {
         guard lowest >= 1, highest >= 2 * lowest, highest <= UInt64(Int64.max), (1...5).contains(significantDigits)
         else { return nil }
         lowestDiscernibleValue = lowest
@@ -91,7 +91,7 @@ public struct Histogram: Sendable, Equatable {
 
     /// Records `value` `count` times. O(1), no allocation.
     @inline(__always)
-    public mutating func record(_ value: UInt64, count: UInt64 = 1) {
+    package mutating func record(_ value: UInt64, count: UInt64 = 1) {
         var value = value
         if value > highestTrackableValue {
             value = highestTrackableValue
@@ -105,7 +105,7 @@ public struct Histogram: Sendable, Equatable {
 
     /// Records a duration in whole microseconds (negative durations record as 0).
     @inline(__always)
-    public mutating func record(microseconds duration: Duration) {
+    package mutating func record(microseconds duration: Duration) {
         let (seconds, attoseconds) = duration.components
         guard seconds >= 0 else { return record(0) }
         let micros = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000)
@@ -115,7 +115,7 @@ public struct Histogram: Sendable, Equatable {
     /// Records `value` and, when it exceeds `expectedInterval`, the values a sampler that was not blocked
     /// would have seen meanwhile: `value - k·expectedInterval` for every k while that stays at or above the
     /// interval (HdrHistogram's coordinated-omission correction for a closed loop with a known period).
-    public mutating func recordCorrected(_ value: UInt64, expectedInterval: UInt64) {
+    package mutating func recordCorrected(_ value: UInt64, expectedInterval: UInt64) {
         record(value)
         guard expectedInterval > 0, value > expectedInterval else { return }
         var missing = value - expectedInterval
@@ -126,7 +126,7 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// Clears every count, keeping the layout (and the storage).
-    public mutating func reset() {
+    package mutating func reset() {
         for index in counts.indices { counts[index] = 0 }
         totalCount = 0
         clampedCount = 0
@@ -137,19 +137,19 @@ public struct Histogram: Sendable, Equatable {
     // MARK: Merging
 
     /// Whether `other` has the same layout, so that ``add(_:)`` is exact.
-    public func hasSameLayout(as other: Histogram) -> Bool {
+    package func hasSameLayout(as other: Histogram) -> Bool {
         lowestDiscernibleValue == other.lowestDiscernibleValue && highestTrackableValue == other.highestTrackableValue
             && significantDigits == other.significantDigits
     }
 
     /// Two histograms of different layouts (precision or range) cannot be added exactly.
-    public struct LayoutMismatch: Error, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct LayoutMismatch: Error, Sendable, CustomStringConvertible {
+        package var description: String
     }
 
     /// Adds every count of `other`: exact, because both share one layout.
     /// - Throws: ``LayoutMismatch`` if the layouts differ (nothing is added).
-    public mutating func add(_ other: Histogram) throws(LayoutMismatch) {
+    package mutating func add(_ other: Histogram) throws(LayoutMismatch) {
         guard hasSameLayout(as: other) else {
             throw LayoutMismatch(description: "cannot add a histogram of range \(other.lowestDiscernibleValue)..."
                 + "\(other.highestTrackableValue)/\(other.significantDigits) digits to one of range "
@@ -181,7 +181,7 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The width of the slot `value` falls in.
-    public func sizeOfEquivalentRange(_ value: UInt64) -> UInt64 {
+    package func sizeOfEquivalentRange(_ value: UInt64) -> UInt64 {
         let bucketIndex = leadingZeroCountBase - (value | subBucketMask).leadingZeroBitCount
         let subBucketIndex = Int(truncatingIfNeeded: value >> UInt64(bucketIndex + unitMagnitude))
         let adjustedBucket = subBucketIndex >= subBucketCount ? bucketIndex + 1 : bucketIndex
@@ -189,10 +189,10 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The smallest value in `value`'s slot.
-    public func lowestEquivalentValue(_ value: UInt64) -> UInt64 { valueFromIndex(countsIndex(of: value)) }
+    package func lowestEquivalentValue(_ value: UInt64) -> UInt64 { valueFromIndex(countsIndex(of: value)) }
 
     /// The largest value in `value`'s slot.
-    public func highestEquivalentValue(_ value: UInt64) -> UInt64 {
+    package func highestEquivalentValue(_ value: UInt64) -> UInt64 {
         lowestEquivalentValue(value) + sizeOfEquivalentRange(value) - 1
     }
 
@@ -204,7 +204,7 @@ public struct Histogram: Sendable, Equatable {
 
     /// The value at `percentile` (0–100): the highest value of the slot where the cumulative count first
     /// reaches `round(percentile% × total)` (at least 1), as every HdrHistogram reports it; 0 when empty.
-    public func value(atPercentile percentile: Double) -> UInt64 {
+    package func value(atPercentile percentile: Double) -> UInt64 {
         guard totalCount > 0 else { return 0 }
         let requested = min(max(percentile, 0), 100)
         let target = max(UInt64((requested / 100 * Double(totalCount) + 0.5).rounded(.down)), 1)
@@ -220,9 +220,9 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The smallest recorded value, rounded down to its slot (0 when empty).
-    public var minimum: UInt64 { totalCount == 0 ? 0 : lowestEquivalentValue(minimumRecorded) }
+    package var minimum: UInt64 { totalCount == 0 ? 0 : lowestEquivalentValue(minimumRecorded) }
     /// The largest recorded value, rounded up to its slot (0 when empty).
-    public var maximum: UInt64 { totalCount == 0 ? 0 : highestEquivalentValue(maximumRecorded) }
+    package var maximum: UInt64 { totalCount == 0 ? 0 : highestEquivalentValue(maximumRecorded) }
 
     /// The slots that can hold counts: from the smallest recorded value's to the largest's (scans stay
     /// short: latencies cover a few hundred of the 23,552 slots).
@@ -238,7 +238,7 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The mean, taking each value as the middle of its slot.
-    public var mean: Double {
+    package var mean: Double {
         guard totalCount > 0 else { return 0 }
         var total = 0.0
         forEachRecorded { total += Double($0) * Double($1) }
@@ -246,7 +246,7 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The population standard deviation, taking each value as the middle of its slot.
-    public var standardDeviation: Double {
+    package var standardDeviation: Double {
         guard totalCount > 0 else { return 0 }
         let mean = mean
         var total = 0.0
@@ -259,7 +259,7 @@ public struct Histogram: Sendable, Equatable {
 
     /// Replaces every non-zero count by `transform(count)` (for resampling: a bootstrap redraws each
     /// slot's count); totals, minimum and maximum follow.
-    public mutating func resampleCounts(_ transform: (UInt64) -> UInt64) {
+    package mutating func resampleCounts(_ transform: (UInt64) -> UInt64) {
         var total: UInt64 = 0
         var lowest = UInt64.max
         var highest: UInt64 = 0
@@ -278,5 +278,5 @@ public struct Histogram: Sendable, Equatable {
     }
 
     /// The memory the counts occupy, in bytes.
-    public var footprintBytes: Int { counts.count * MemoryLayout<UInt64>.stride }
+    package var footprintBytes: Int { counts.count * MemoryLayout<UInt64>.stride }
 }

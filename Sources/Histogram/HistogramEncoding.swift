@@ -14,17 +14,17 @@ extension Histogram {
     static let maximumDecodedCounts = 4 * 1024 * 1024
 
     /// Why a serialized histogram was refused; `offset` is a byte offset into the decoded blob.
-    public struct DecodingError: Error, Sendable, CustomStringConvertible, Equatable {
-        public var offset: Int
-        public var reason: String
-        public var description: String { "histogram blob at byte \(offset): \(reason)" }
+    package struct DecodingError: Error, Sendable, CustomStringConvertible, Equatable {
+        package var offset: Int
+        package var reason: String
+        package var description: String { "histogram blob at byte \(offset): \(reason)" }
     }
 
     /// The histogram as a base64 string (the form reports store).
-    public func serialized() -> String { Crypto.base64Encoded(compressedBytes()) }
+    package func serialized() -> String { Crypto.base64Encoded(compressedBytes()) }
 
     /// The compressed binary form: `cookie, length` (big-endian UInt32s) and the zlib stream.
-    public func compressedBytes() -> [UInt8] {
+    package func compressedBytes() -> [UInt8] {
         let payload = payloadBytes()
         var bound = compressBound(uLong(payload.count))
         var compressed = [UInt8](repeating: 0, count: Int(bound))
@@ -76,14 +76,14 @@ extension Histogram {
     }
 
     /// Decodes a base64 blob from ``serialized()`` (or any HdrHistogram V2 compressed encoder).
-    public init(serialized text: String) throws(DecodingError) {
+    package init(serialized text: String) throws(DecodingError) {
         guard let bytes = Crypto.base64Decoded(text) else {
             throw DecodingError(offset: 0, reason: "not base64")
         }
         try self.init(compressedBytes: bytes)
     }
 
-    public init(compressedBytes bytes: [UInt8]) throws(DecodingError) {
+    package init(compressedBytes bytes: [UInt8]) throws(DecodingError) {
         guard bytes.count >= 8 else { throw DecodingError(offset: 0, reason: "shorter than its 8-byte header") }
         let cookie = bytes.readBigEndianUInt32(at: 0)
         guard cookie & ~0xf0 == Self.compressionCookie & ~0xf0 else {

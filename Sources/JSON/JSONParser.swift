@@ -1,22 +1,22 @@
 /// Where and why a document is not JSON: the line and column (1-based) name the place for a user.
-public struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var offset: Int
-    public var line: Int
-    public var column: Int
-    public var reason: String
-    public var description: String { "line \(line), column \(column): \(reason)" }
+package struct JSONSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var offset: Int
+    package var line: Int
+    package var column: Int
+    package var reason: String
+    package var description: String { "line \(line), column \(column): \(reason)" }
 }
 
 extension JSONValue {
     /// Parses a complete JSON document (RFC 8259). Duplicate keys are errors (a profile that says a thing
     /// twice is ambiguous), as is anything after the value.
     /// - Parameter maximumDepth: nesting beyond this is refused rather than recursed into.
-    public init(parsing bytes: some Collection<UInt8>, maximumDepth: Int = 256) throws(JSONSyntaxError) {
+    package init(parsing bytes: some Collection<UInt8>, maximumDepth: Int = 256) throws(JSONSyntaxError) {
         var parser = JSONParser(bytes: Array(bytes), maximumDepth: maximumDepth)
         self = try parser.parseDocument()
     }
 
-    public init(parsing text: String, maximumDepth: Int = 256) throws(JSONSyntaxError) {
+    package init(parsing text: String, maximumDepth: Int = 256) throws(JSONSyntaxError) {
         try self.init(parsing: Array(text.utf8), maximumDepth: maximumDepth)
     }
 }

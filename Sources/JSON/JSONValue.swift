@@ -1,6 +1,6 @@
 /// A JSON document as a value: objects keep their keys in source order (reports and profiles read in the
 /// order they were written), numbers are Doubles (integers are exact up to 2^53).
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double)
@@ -9,7 +9,7 @@ public enum JSONValue: Sendable, Equatable {
     case object(JSONObject)
 
     /// The kind of value, as error messages name it.
-    public var kindName: String {
+    package var kindName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -20,35 +20,35 @@ public enum JSONValue: Sendable, Equatable {
         }
     }
 
-    public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
-    public var numberValue: Double? { if case .number(let value) = self { value } else { nil } }
-    public var boolValue: Bool? { if case .bool(let value) = self { value } else { nil } }
-    public var arrayValue: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
-    public var objectValue: JSONObject? { if case .object(let value) = self { value } else { nil } }
+    package var stringValue: String? { if case .string(let value) = self { value } else { nil } }
+    package var numberValue: Double? { if case .number(let value) = self { value } else { nil } }
+    package var boolValue: Bool? { if case .bool(let value) = self { value } else { nil } }
+    package var arrayValue: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
+    package var objectValue: JSONObject? { if case .object(let value) = self { value } else { nil } }
 
     /// The number as an integer, if it is one exactly.
-    public var integerValue: Int? {
+    package var integerValue: Int? {
         guard case .number(let value) = self, value.rounded() == value, abs(value) < 9.007_199_254_740_992e15
         else { return nil }
         return Int(value)
     }
 
     /// The member `key` of an object (nil for other kinds or a missing key).
-    public subscript(key: String) -> JSONValue? { objectValue?[key] }
+    package subscript(key: String) -> JSONValue? { objectValue?[key] }
 }
 
 /// A JSON object with its keys in insertion order.
-public struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
-    public private(set) var keys: [String] = []
+package struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
+    package private(set) var keys: [String] = []
     private var values: [String: JSONValue] = [:]
 
-    public init() {}
+    package init() {}
 
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    package init(dictionaryLiteral elements: (String, JSONValue)...) {
         for (key, value) in elements { self[key] = value }
     }
 
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         get { values[key] }
         set {
             if let newValue {
@@ -59,32 +59,32 @@ public struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         }
     }
 
-    public var count: Int { keys.count }
-    public var isEmpty: Bool { keys.isEmpty }
+    package var count: Int { keys.count }
+    package var isEmpty: Bool { keys.isEmpty }
 
     /// The members in order.
-    public var members: [(key: String, value: JSONValue)] { keys.map { ($0, values[$0]!) } }
+    package var members: [(key: String, value: JSONValue)] { keys.map { ($0, values[$0]!) } }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
 {
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int) { self = .number(Double(value)) }
-    public init(floatLiteral value: Double) { self = .number(value) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(integerLiteral value: Int) { self = .number(Double(value)) }
+    package init(floatLiteral value: Double) { self = .number(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    package init(dictionaryLiteral elements: (String, JSONValue)...) {
         var object = JSONObject()
         for (key, value) in elements { object[key] = value }
         self = .object(object)
     }
-    public init(nilLiteral: ()) { self = .null }
+    package init(nilLiteral: ()) { self = .null }
 }
 
 extension JSONValue {
     /// An integer count as a JSON number.
-    public init(_ value: some BinaryInteger) { self = .number(Double(value)) }
+    package init(_ value: some BinaryInteger) { self = .number(Double(value)) }
     /// A string, or null when absent.
-    public init(_ value: String?) { self = value.map { .string($0) } ?? .null }
+    package init(_ value: String?) { self = value.map { .string($0) } ?? .null }
 }

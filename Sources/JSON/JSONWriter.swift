@@ -2,7 +2,7 @@ extension JSONValue {
     /// The document as text: two-space indented by default, keys in object order, integers without a
     /// fraction, strings escaped per RFC 8259 (non-ASCII kept as UTF-8). Deterministic: the same value
     /// always gives the same bytes, so digests of it are stable.
-    public func formatted(pretty: Bool = true) -> String {
+    package func formatted(pretty: Bool = true) -> String {
         var output = ""
         write(to: &output, indent: pretty ? 0 : nil)
         return output

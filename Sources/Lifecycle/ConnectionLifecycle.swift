@@ -17,9 +17,9 @@
 /// unintended end leaves the machine `closed`: a drop stays down. With one, it backs off until the policy's
 /// `maximumAttempts` is used up, then gives up. After `stopRequested` nothing connects again, not even from a
 /// backoff that was already drawn. Events a state does not expect are ignored (action `none`, no transition).
-public struct ConnectionLifecycle: Sendable {
+package struct ConnectionLifecycle: Sendable {
     /// Where the connection is.
-    public enum State: Sendable, Hashable {
+    package enum State: Sendable, Hashable {
         /// Not started.
         case idle
         /// A connect attempt (or a transfer's request) is in flight; ``ConnectionLifecycle/attempt`` says which.
@@ -37,7 +37,7 @@ public struct ConnectionLifecycle: Sendable {
     }
 
     /// Why a lifecycle stopped.
-    public enum StopReason: String, Sendable, Hashable {
+    package enum StopReason: String, Sendable, Hashable {
         /// The owner stopped it on purpose (a run's end, a disconnect, a resource deadline).
         case intentional
         /// The policy's attempts were used up, or a failure no retry can mend.
@@ -47,7 +47,7 @@ public struct ConnectionLifecycle: Sendable {
     }
 
     /// What happened, as the caller reports it.
-    public enum Event: String, Sendable, Hashable, CaseIterable {
+    package enum Event: String, Sendable, Hashable, CaseIterable {
         /// Begin: the first connect attempt.
         case start
         /// The attempt in flight succeeded (a WebSocket's validated 101, a transfer's response).
@@ -71,7 +71,7 @@ public struct ConnectionLifecycle: Sendable {
     }
 
     /// What the caller does next.
-    public enum Action: Sendable, Hashable {
+    package enum Action: Sendable, Hashable {
         /// Make connect attempt `attempt` (0: the first; n: the n-th retry since the last success).
         case connect(attempt: Int)
         /// Wait `delay`, then report `backoffElapsed` (or `stopRequested`, if stopped meanwhile).
@@ -85,18 +85,18 @@ public struct ConnectionLifecycle: Sendable {
     }
 
     /// One change of state, as recorded: the oracle and callers read these instead of re-deriving attempts.
-    public struct Transition: Sendable, Hashable {
-        public var from: State
-        public var to: State
-        public var event: Event
+    package struct Transition: Sendable, Hashable {
+        package var from: State
+        package var to: State
+        package var event: Event
         /// The machine's attempt after the event: the attempt being made (connecting) or waited for (backing off).
-        public var attempt: Int
+        package var attempt: Int
         /// The backoff drawn, for transitions into `backingOff`.
-        public var delay: Duration?
+        package var delay: Duration?
         /// When it happened, as the caller reported it (time since the caller's start).
-        public var instant: Duration
+        package var instant: Duration
 
-        public init(from: State, to: State, event: Event, attempt: Int, delay: Duration?, instant: Duration) {
+        package init(from: State, to: State, event: Event, attempt: Int, delay: Duration?, instant: Duration) {
             self.from = from
             self.to = to
             self.event = event
@@ -107,38 +107,38 @@ public struct ConnectionLifecycle: Sendable {
     }
 
     /// The backoff policy; nil: no reconnects, a drop stays down.
-    public let policy: ReconnectPolicy?
-    public private(set) var state: State = .idle
+    package let policy: ReconnectPolicy?
+    package private(set) var state: State = .idle
     /// The attempt in flight or waited for: 0 for the first connect, then retries since the last success.
-    public private(set) var attempt = 0
+    package private(set) var attempt = 0
     /// The delay of the backoff in progress (or the last one), nil before any.
-    public private(set) var delay: Duration?
+    package private(set) var delay: Duration?
     /// The last delay drawn since the last success: decorrelated jitter draws the next from it.
-    public private(set) var previousDelay: Duration?
+    package private(set) var previousDelay: Duration?
     /// Successful connections so far.
-    public private(set) var connectionCount = 0
+    package private(set) var connectionCount = 0
     /// Connect attempts made so far (every `connect` action).
-    public private(set) var attemptCount = 0
+    package private(set) var attemptCount = 0
     /// A stop was requested while an attempt or a closing handshake was in flight.
-    public private(set) var isStopRequested = false
+    package private(set) var isStopRequested = false
     /// The work was declared done while an attempt or a closing handshake was in flight.
-    public private(set) var isFinishRequested = false
+    package private(set) var isFinishRequested = false
     /// The most recent transition.
-    public private(set) var lastTransition: Transition?
+    package private(set) var lastTransition: Transition?
     /// The last `recordLimit` transitions, oldest first.
-    public private(set) var transitions: [Transition] = []
+    package private(set) var transitions: [Transition] = []
     /// How many transitions ``transitions`` keeps (0: only ``lastTransition``, for callers that read each one as
     /// it happens and must stay small).
-    public let recordLimit: Int
+    package let recordLimit: Int
 
     /// A lifecycle that has not started; `recordLimit` transitions are kept in ``transitions``.
-    public init(policy: ReconnectPolicy?, recordLimit: Int = 0) {
+    package init(policy: ReconnectPolicy?, recordLimit: Int = 0) {
         self.policy = policy
         self.recordLimit = max(0, recordLimit)
     }
 
     /// Whether it has ended: stopped, or closed with no reconnect to come.
-    public var isEnded: Bool {
+    package var isEnded: Bool {
         switch state {
         case .closed, .stopped: true
         case .idle, .connecting, .open, .draining, .backingOff: false
@@ -147,7 +147,7 @@ public struct ConnectionLifecycle: Sendable {
 
     /// Takes `event`, which happened at `instant` (time since the caller's start), and says what to do next.
     /// Delays are drawn with `random` (only when a backoff begins).
-    public mutating func handle(
+    package mutating func handle(
         _ event: Event, at instant: Duration, using random: inout some RandomNumberGenerator
     ) -> Action {
         switch (state, event) {

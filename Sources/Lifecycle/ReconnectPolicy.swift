@@ -8,21 +8,21 @@
 /// - `full`: uniform in `0…base`;
 /// - `equal`: uniform in `base/2…base`;
 /// - `decorrelated`: uniform in `initial…min(cap, 3 × previous)` (previous starts at `initial`).
-public struct ReconnectPolicy: Sendable, Hashable {
+package struct ReconnectPolicy: Sendable, Hashable {
     /// How the delay is spread below its exponential base (see the type's comment).
-    public enum Jitter: String, Sendable, Hashable, CaseIterable {
+    package enum Jitter: String, Sendable, Hashable, CaseIterable {
         case none, full, equal, decorrelated
     }
 
-    public var initialDelay: Duration
-    public var maximumDelay: Duration
-    public var multiplier: Double
-    public var jitter: Jitter
+    package var initialDelay: Duration
+    package var maximumDelay: Duration
+    package var multiplier: Double
+    package var jitter: Jitter
     /// Attempts allowed after one disconnect before giving up; nil retries forever. Reset by a successful
     /// connection.
-    public var maximumAttempts: Int?
+    package var maximumAttempts: Int?
 
-    public init(
+    package init(
         initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60), multiplier: Double = 2,
         jitter: Jitter = .full, maximumAttempts: Int? = 10
     ) {
@@ -34,7 +34,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     /// The un-jittered delay before attempt `attempt` (1-based).
-    public func baseDelay(attempt: Int) -> Duration {
+    package func baseDelay(attempt: Int) -> Duration {
         let initial = Double(initialDelay.wholeNanoseconds)
         let cap = Double(maximumDelay.wholeNanoseconds)
         let exponent = Double(max(0, attempt - 1))
@@ -44,7 +44,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     /// The range the delay before `attempt` is drawn from; `previousDelay` matters for `decorrelated`.
-    public func bounds(attempt: Int, previousDelay: Duration?) -> ClosedRange<Duration> {
+    package func bounds(attempt: Int, previousDelay: Duration?) -> ClosedRange<Duration> {
         let base = baseDelay(attempt: attempt)
         switch jitter {
         case .none:
@@ -61,7 +61,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     /// The delay before `attempt`, drawn uniformly from its bounds with `random`.
-    public func delay(attempt: Int, previousDelay: Duration?, using random: inout some RandomNumberGenerator) -> Duration {
+    package func delay(attempt: Int, previousDelay: Duration?, using random: inout some RandomNumberGenerator) -> Duration {
         let range = bounds(attempt: attempt, previousDelay: previousDelay)
         let lower = range.lowerBound.wholeNanoseconds
         let upper = range.upperBound.wholeNanoseconds
@@ -70,7 +70,7 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     /// Whether `attempt` (1-based) may be made.
-    public func allows(attempt: Int) -> Bool {
+    package func allows(attempt: Int) -> Bool {
         maximumAttempts.map { attempt <= $0 } ?? true
     }
 }

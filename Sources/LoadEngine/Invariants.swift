@@ -3,7 +3,7 @@ import Reporting
 import Runtime
 
 /// What every run checks, for every actor (DESIGN.md, "Correctness checking").
-public enum Invariant: String, Sendable, CaseIterable {
+package enum Invariant: String, Sendable, CaseIterable {
     /// Each reconnect delay lies within the policy's bounds for its attempt and jitter, and the actor did
     /// not reconnect before it had passed.
     case reconnectDelay = "reconnect.delay_within_bounds"

@@ -9,25 +9,25 @@ import Runtime
 import WebSocket
 
 /// Why a run could not start (the profile was valid, the environment was not).
-public struct LoadRunError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-    public init(description: String) { self.description = description }
+package struct LoadRunError: Error, Sendable, CustomStringConvertible {
+    package var description: String
+    package init(description: String) { self.description = description }
 }
 
 /// What a run reports while it goes (about once a second) and what it ends with.
-public struct RunProgress: Sendable {
-    public var elapsed: Duration
-    public var duration: Duration
-    public var liveConnections: Int
-    public var targetConnections: Int
+package struct RunProgress: Sendable {
+    package var elapsed: Duration
+    package var duration: Duration
+    package var liveConnections: Int
+    package var targetConnections: Int
     /// Since the previous progress report.
-    public var recent: MetricSet
-    public var recentSeconds: Double
-    public var total: MetricSet
+    package var recent: MetricSet
+    package var recentSeconds: Double
+    package var total: MetricSet
     /// After the duration: connections still closing are `liveConnections`; this is what is left of
     /// `gracefulStop`.
-    public var isStopping: Bool
-    public var stopTimeLeft: Duration = .zero
+    package var isStopping: Bool
+    package var stopTimeLeft: Duration = .zero
 }
 
 /// Applies a chaos timeline's action to the server under load (the embedded server's, handed in by whoever
@@ -62,21 +62,21 @@ package struct RunTarget: Sendable {
 /// its own schedule, collects every loop's recorders once a second, checks abort thresholds, stops
 /// gracefully (closing handshakes, then cancellation after `gracefulStop`), and evaluates thresholds.
 /// The embedded server is not started here: `RunHost` starts it and hands its URL and chaos controller in.
-public struct LoadRun: Sendable {
-    public var profile: Profile
+package struct LoadRun: Sendable {
+    package var profile: Profile
     /// Where `auth.tokenEnv` is looked up.
-    public var environment: [String: String]
+    package var environment: [String: String]
     /// A stop request (Ctrl-C) ends the load early; the result is still complete.
-    public var shutdown: GracefulShutdown?
+    package var shutdown: GracefulShutdown?
     /// Called about once a second from the coordinating task.
-    public var onProgress: (@Sendable (RunProgress) -> Void)?
+    package var onProgress: (@Sendable (RunProgress) -> Void)?
     /// Run only this slice of the profile.
-    public var shard: Shard?
+    package var shard: Shard?
     /// Where tests bend the run to prove the oracle catches it; empty (every seam honest) in real runs, and
     /// the command line cannot set it.
     package var faults = RunFaults()
 
-    public init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
+    package init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
                 shutdown: GracefulShutdown? = nil, shard: Shard? = nil,
                 onProgress: (@Sendable (RunProgress) -> Void)? = nil) {
         self.profile = profile
@@ -96,7 +96,7 @@ public struct LoadRun: Sendable {
 
     /// Runs a profile whose target is a URL. - Throws: ``LoadRunError`` for an `embedded` target (run it
     /// with `RunHost`, which starts the server), a missing token, too few files.
-    public func run() async throws -> RunResult {
+    package func run() async throws -> RunResult {
         guard case .url(let url) = profile.target else {
             throw LoadRunError(description: "the embedded target needs the embedded server started first (RunHost does)")
         }

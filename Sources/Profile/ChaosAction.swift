@@ -1,7 +1,7 @@
 import WebSocket
 
 /// A fault applied to a running server at a moment of a run (a profile's chaos timeline).
-public enum ServerChaosAction: Sendable, Hashable, CustomStringConvertible {
+package enum ServerChaosAction: Sendable, Hashable, CustomStringConvertible {
     /// Drop the TCP connection (no close frame; clients see 1006) of this share of the sessions.
     case kill(fraction: Double)
     /// Reset the TCP connection (RST) of this share of the sessions.
@@ -13,7 +13,7 @@ public enum ServerChaosAction: Sendable, Hashable, CustomStringConvertible {
     /// Stop listening and drop every session; listen again on the same address after `downFor`.
     case restart(downFor: Duration)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .kill(let fraction): "kill \(Int((fraction * 100).rounded()))%"
         case .reset(let fraction): "reset \(Int((fraction * 100).rounded()))%"
@@ -26,7 +26,7 @@ public enum ServerChaosAction: Sendable, Hashable, CustomStringConvertible {
 
 extension ServerChaosAction {
     /// The share of the connections it hits.
-    public var fraction: Double {
+    package var fraction: Double {
         switch self {
         case .kill(let share), .reset(let share), .close(_, let share), .stall(_, let share): share
         case .restart: 1

@@ -1,5 +1,5 @@
 /// Parses a duration written with a unit: `250us`, `50ms`, `10s`, `5m`, `2h` (fractions allowed: `1.5s`).
-public func parseDuration(_ text: String) -> Duration? {
+package func parseDuration(_ text: String) -> Duration? {
     let units: [(suffix: String, nanoseconds: Double)] = [
         ("us", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("h", 3600e9),
     ]
@@ -16,11 +16,11 @@ public func parseDuration(_ text: String) -> Duration? {
 }
 
 /// A duration the way a person reads it: `850us`, `12.3ms`, `4.56s`, `2m05s`, `1h02m`.
-public func formatDuration(_ duration: Duration) -> String {
+package func formatDuration(_ duration: Duration) -> String {
     formatMicroseconds(Double(duration.microseconds))
 }
 
-public func formatMicroseconds(_ micros: Double) -> String {
+package func formatMicroseconds(_ micros: Double) -> String {
     func fixed(_ value: Double, _ unit: String) -> String {
         let digits = value >= 100 ? 0 : value >= 10 ? 1 : 2
         var scaled = (value * pow10(digits)).rounded() / pow10(digits)
@@ -46,13 +46,13 @@ private func pad2(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(valu
 
 extension Duration {
     /// Whole microseconds (truncated).
-    public var microseconds: Int64 {
+    package var microseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
     }
 
     /// Seconds as a Double.
-    public var seconds: Double {
+    package var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
@@ -60,7 +60,7 @@ extension Duration {
 
 /// Parses a byte count: `1048576`, `512k`/`512KiB`, `256M`/`256MiB`, `1G`/`1GiB` (binary units; `kB`, `MB`,
 /// `GB` are decimal). Nil for anything else or a value that does not fit.
-public func parseByteSize(_ text: String) -> Int64? {
+package func parseByteSize(_ text: String) -> Int64? {
     let trimmed = text.filter { $0 != " " }
     let digits = trimmed.prefix { $0.isNumber }
     guard !digits.isEmpty, let value = Int64(digits) else { return nil }
@@ -81,7 +81,7 @@ public func parseByteSize(_ text: String) -> Int64? {
 }
 
 /// `1.5 GiB`, `12.0 MiB`, `512 B`: binary units with one decimal.
-public func formatBytes(_ bytes: Int64) -> String {
+package func formatBytes(_ bytes: Int64) -> String {
     let units = ["B", "KiB", "MiB", "GiB", "TiB"]
     var value = Double(bytes)
     var unit = 0

@@ -3,12 +3,12 @@
 /// gaps) and the intended send time in loop-clock nanoseconds (the open model measures from it).
 ///
 /// Binary messages carry the 16 bytes as they are; text messages carry them as 32 lowercase hex digits.
-public enum EchoPayload {
-    public static let headerSize = 16
+package enum EchoPayload {
+    package static let headerSize = 16
 
     /// Writes the header into the front of `message` (which must be at least `headerSize` bytes, or
     /// twice that for text). The rest of the message is left as it is (the filler).
-    public static func stamp(_ message: inout [UInt8], sequence: UInt64, intendedNanoseconds: UInt64, isText: Bool) {
+    package static func stamp(_ message: inout [UInt8], sequence: UInt64, intendedNanoseconds: UInt64, isText: Bool) {
         if isText {
             writeHex(sequence, into: &message, at: 0)
             writeHex(intendedNanoseconds, into: &message, at: 16)
@@ -21,7 +21,7 @@ public enum EchoPayload {
     }
 
     /// Reads the header back; nil if the message is too short or (text) not hex.
-    public static func read(_ message: some Collection<UInt8>, isText: Bool) -> (sequence: UInt64, intendedNanoseconds: UInt64)? {
+    package static func read(_ message: some Collection<UInt8>, isText: Bool) -> (sequence: UInt64, intendedNanoseconds: UInt64)? {
         if isText {
             let digits = Array(message.prefix(2 * headerSize))
             guard digits.count == 2 * headerSize, let sequence = readHex(digits[0..<16]), let time = readHex(digits[16..<32])

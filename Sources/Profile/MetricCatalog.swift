@@ -1,9 +1,9 @@
 /// One metric a report can hold: its report key, kind, unit, what it measures, when it is recorded and whether
 /// thresholds may use it. Declared once in ``MetricCatalog``; recorders, thresholds, reports, compare, the
 /// summary and the HTML refer to these declarations, never to a spelled-out name.
-public struct Metric: Sendable, Hashable, CustomStringConvertible {
+package struct Metric: Sendable, Hashable, CustomStringConvertible {
     /// What a metric holds, which decides its report shape and the statistics a threshold may ask of it.
-    public enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// A histogram of microseconds; lower is better.
         case latency
         /// A histogram of KiB per second (one sample per transfer); higher is better.
@@ -16,11 +16,11 @@ public struct Metric: Sendable, Hashable, CustomStringConvertible {
         case errors
 
         /// Whether the report stores the metric as an HDR histogram.
-        public var isHistogram: Bool { self == .latency || self == .throughput }
+        package var isHistogram: Bool { self == .latency || self == .throughput }
     }
 
     /// The unit a metric's values are in.
-    public enum Unit: String, Sendable, Hashable {
+    package enum Unit: String, Sendable, Hashable {
         case microseconds = "us"
         case kibibytesPerSecond = "KiB/s"
         case count
@@ -28,7 +28,7 @@ public struct Metric: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The scenarios that record a metric.
-    public enum Area: Sendable, Hashable {
+    package enum Area: Sendable, Hashable {
         /// WebSocket scenarios (every pattern).
         case websocket
         /// Download and upload scenarios.
@@ -38,17 +38,17 @@ public struct Metric: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The report key, e.g. `ws.message_rtt`.
-    public let name: String
-    public let kind: Kind
-    public let unit: Unit
-    public let area: Area
+    package let name: String
+    package let kind: Kind
+    package let unit: Unit
+    package let area: Area
     /// What the metric measures, in one line (docs/REPORT.md says the same).
-    public let summary: String
+    package let summary: String
     /// When a scenario of its area records it only in some runs (the report leaves a zero counter and an
     /// empty histogram out); nil: every scenario of its area records it in a run whose target answers.
-    public let condition: String?
+    package let condition: String?
     /// Why a threshold may not name this metric; nil: thresholds may use it.
-    public let notThresholdable: String?
+    package let notThresholdable: String?
 
     init(
         _ name: String, _ kind: Kind, _ unit: Unit, _ area: Area, _ summary: String, when condition: String? = nil,
@@ -64,150 +64,150 @@ public struct Metric: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether a threshold may name this metric.
-    public var isThresholdable: Bool { notThresholdable == nil }
+    package var isThresholdable: Bool { notThresholdable == nil }
 
-    public var description: String { name }
+    package var description: String { name }
 }
 
 /// A metric whose report key carries a tag, such as `http.status.<code>`: one counter per tag value.
-public struct MetricFamily: Sendable, Hashable {
+package struct MetricFamily: Sendable, Hashable {
     /// The key up to the tag, e.g. `http.status.`.
-    public let prefix: String
+    package let prefix: String
     /// What the tag is, as the docs write it: `code` in `http.status.<code>`.
-    public let tag: String
-    public let kind: Metric.Kind
-    public let area: Metric.Area
-    public let summary: String
-    public let condition: String?
+    package let tag: String
+    package let kind: Metric.Kind
+    package let area: Metric.Area
+    package let summary: String
+    package let condition: String?
     /// Why a threshold may not name a member.
-    public let notThresholdable: String
+    package let notThresholdable: String
 
     /// The report key of one member: `http.status.200`.
-    public func name(_ tag: some CustomStringConvertible) -> String { prefix + tag.description }
+    package func name(_ tag: some CustomStringConvertible) -> String { prefix + tag.description }
 
     /// The tag of `name` if it is a member, e.g. `200` for `http.status.200`.
-    public func tag(of name: String) -> Substring? {
+    package func tag(of name: String) -> Substring? {
         name.hasPrefix(prefix) && name.count > prefix.count ? name.dropFirst(prefix.count) : nil
     }
 
     /// The family as the docs name it: `http.status.<code>`.
-    public var documentedName: String { prefix + "<" + tag + ">" }
+    package var documentedName: String { prefix + "<" + tag + ">" }
 }
 
 extension Metric {
     // Latencies (histograms of microseconds).
-    public static let connect = Metric("ws.connect", .latency, .microseconds, .websocket, "DNS and the TCP handshake")
-    public static let tlsHandshake = Metric(
+    package static let connect = Metric("ws.connect", .latency, .microseconds, .websocket, "DNS and the TCP handshake")
+    package static let tlsHandshake = Metric(
         "ws.tls_handshake", .latency, .microseconds, .websocket, "the TLS handshake", when: "wss targets only")
-    public static let upgrade = Metric(
+    package static let upgrade = Metric(
         "ws.upgrade", .latency, .microseconds, .websocket, "from sending the upgrade request to a valid 101")
-    public static let messageRoundTrip = Metric(
+    package static let messageRoundTrip = Metric(
         "ws.message_rtt", .latency, .microseconds, .websocket,
         "request to reply: from the actual send (closed model) or the intended send time (open model)",
         when: "echo and typed patterns")
-    public static let pingRoundTrip = Metric(
+    package static let pingRoundTrip = Metric(
         "ws.ping_rtt", .latency, .microseconds, .websocket, "ping to pong, with the pings of pingInterval",
         when: "scenarios with a pingInterval shorter than the run")
-    public static let reconnectRecovery = Metric(
+    package static let reconnectRecovery = Metric(
         "ws.reconnect_recovery", .latency, .microseconds, .websocket,
         "from an unintended disconnect (or a failed connect) to the next open connection",
         when: "a client with a reconnect policy lost its connection and got a new one")
-    public static let messageGap = Metric(
+    package static let messageGap = Metric(
         "ws.message_gap", .latency, .microseconds, .websocket,
         "between consecutive messages the server pushed", when: "receive pattern")
-    public static let stopDuration = Metric(
+    package static let stopDuration = Metric(
         "ws.stop_duration", .latency, .microseconds, .run,
         "from the moment the run (or a ramp-down) stopped a client to the end of its task",
         when: "a client was still running when the run or a ramp-down stopped it")
-    public static let timeToFirstByte = Metric(
+    package static let timeToFirstByte = Metric(
         "http.ttfb", .latency, .microseconds, .transfer,
         "from sending the first request of an attempt to its response head (uploads: from the last body byte sent)")
-    public static let transferDuration = Metric(
+    package static let transferDuration = Metric(
         "http.transfer_duration", .latency, .microseconds, .transfer,
         "the whole task, from its start to the file in place (interruptions, resumes and retries included)")
 
     // Throughput (a histogram of KiB per second, one sample per finished transfer).
-    public static let throughput = Metric(
+    package static let throughput = Metric(
         "http.throughput", .throughput, .kibibytesPerSecond, .transfer, "KiB per second of each finished transfer")
 
     // Counters.
-    public static let connectAttempts = Metric(
+    package static let connectAttempts = Metric(
         "ws.connect_attempts", .counter, .count, .websocket, "connection attempts, reconnects included")
-    public static let connectionsOpened = Metric(
+    package static let connectionsOpened = Metric(
         "ws.connections_opened", .counter, .count, .websocket, "handshakes completed")
-    public static let messagesSent = Metric(
+    package static let messagesSent = Metric(
         "ws.messages_sent", .counter, .count, .websocket, "messages sent (requests)", when: "echo and typed patterns")
-    public static let messagesReceived = Metric(
+    package static let messagesReceived = Metric(
         "ws.messages_received", .counter, .count, .websocket, "messages received (replies; pushed messages)",
         when: "echo, typed and receive patterns")
-    public static let bytesSent = Metric(
+    package static let bytesSent = Metric(
         "ws.bytes_sent", .counter, .bytes, .websocket, "message payload bytes sent, before compression",
         when: "echo and typed patterns")
-    public static let bytesReceived = Metric(
+    package static let bytesReceived = Metric(
         "ws.bytes_received", .counter, .bytes, .websocket, "message payload bytes received, before compression",
         when: "echo, typed and receive patterns")
-    public static let reconnects = Metric(
+    package static let reconnects = Metric(
         "ws.reconnects", .counter, .count, .websocket, "attempts after an unintended disconnect or a failed connect",
         when: "a client with a reconnect policy lost its connection")
-    public static let messagesLost = Metric(
+    package static let messagesLost = Metric(
         "ws.messages_lost", .counter, .count, .websocket,
         "gaps in echo or push sequence numbers within one connection", when: "the server lost messages")
-    public static let messagesDropped = Metric(
+    package static let messagesDropped = Metric(
         "ws.messages_dropped", .counter, .count, .websocket,
         "open model: due sends skipped because 1,024 requests were unanswered", when: "open model, server far behind")
-    public static let messagesScheduled = Metric(
+    package static let messagesScheduled = Metric(
         "ws.messages_scheduled", .counter, .count, .websocket,
         "open model: send times that fell due while connected", when: "open model")
-    public static let messagesMissed = Metric(
+    package static let messagesMissed = Metric(
         "ws.messages_missed", .counter, .count, .websocket,
         "open model: due sends a lagging sender had not reached when the run stopped", when: "open model, sender behind")
-    public static let unfinishedAtStop = Metric(
+    package static let unfinishedAtStop = Metric(
         "ws.unfinished_at_stop", .counter, .count, .run, "connections cancelled after gracefulStop",
         when: "a client did not end within gracefulStop",
         notThresholdable: "it is counted in the run's total only, after the last interval")
-    public static let transfersStarted = Metric(
+    package static let transfersStarted = Metric(
         "http.transfers_started", .counter, .count, .transfer, "transfer tasks started (a resumed download is one task)")
-    public static let transfersCompleted = Metric(
+    package static let transfersCompleted = Metric(
         "http.transfers_completed", .counter, .count, .transfer, "transfer tasks completed")
-    public static let transfersFailed = Metric(
+    package static let transfersFailed = Metric(
         "http.transfers_failed", .counter, .count, .transfer, "transfer tasks failed", when: "a transfer failed")
-    public static let transferRetries = Metric(
+    package static let transferRetries = Metric(
         "http.retries", .counter, .count, .transfer,
         "requests or ranges repeated after a failure, with the backoff policy", when: "a request failed and was retried")
-    public static let transferResumes = Metric(
+    package static let transferResumes = Metric(
         "http.resumes", .counter, .count, .transfer,
         "downloads continued from resume data after an interruption", when: "downloads with interrupt")
-    public static let transferRestarts = Metric(
+    package static let transferRestarts = Metric(
         "http.restarts", .counter, .count, .transfer,
         "downloads that started over (the file changed, or the server would not resume)",
         when: "a resume was refused")
-    public static let transferBytesReceived = Metric(
+    package static let transferBytesReceived = Metric(
         "http.bytes_received", .counter, .bytes, .transfer,
         "body bytes received over the network (a resume counts only what it fetched)", when: "downloads")
-    public static let transferBytesSent = Metric(
+    package static let transferBytesSent = Metric(
         "http.bytes_sent", .counter, .bytes, .transfer, "body bytes sent over the network", when: "uploads")
 
     // By code (always written, even when empty).
-    public static let disconnects = Metric(
+    package static let disconnects = Metric(
         "ws.disconnects", .closeCodes, .count, .run,
         "disconnects by the close code the client saw (1006: no closing handshake)")
-    public static let errors = Metric(
+    package static let errors = Metric(
         "errors", .errors, .count, .run,
         "errors by code; rate is errors per operation (connection attempts, messages sent, transfers started)")
 }
 
 extension MetricFamily {
     /// Final HTTP responses by status (redirects included).
-    public static let httpStatus = MetricFamily(
+    package static let httpStatus = MetricFamily(
         prefix: "http.status.", tag: "code", kind: .counter, area: .transfer,
         summary: "final HTTP responses by status (redirects included)", condition: nil,
         notThresholdable: "its members are only known once a run has seen the statuses")
 }
 
 /// The metrics a report has, declared once, in the order reports, summaries and thresholds list them.
-public enum MetricCatalog {
+package enum MetricCatalog {
     /// Every metric with a fixed name.
-    public static let all: [Metric] = [
+    package static let all: [Metric] = [
         .connect, .tlsHandshake, .upgrade, .messageRoundTrip, .pingRoundTrip, .reconnectRecovery, .messageGap,
         .stopDuration, .timeToFirstByte, .transferDuration, .throughput,
         .connectAttempts, .connectionsOpened, .messagesSent, .messagesReceived, .bytesSent, .bytesReceived,
@@ -218,35 +218,35 @@ public enum MetricCatalog {
     ]
 
     /// The metrics whose keys carry a tag.
-    public static let families: [MetricFamily] = [.httpStatus]
+    package static let families: [MetricFamily] = [.httpStatus]
 
     /// The latency histograms, in catalogue order (the order summaries, charts and logs show them).
-    public static let latencies = all.filter { $0.kind == .latency }
+    package static let latencies = all.filter { $0.kind == .latency }
 
     /// The metrics a threshold may name, in catalogue order.
-    public static let thresholdable = all.filter(\.isThresholdable)
+    package static let thresholdable = all.filter(\.isThresholdable)
 
     /// The counters the error rate divides by: one operation is a connection attempt, a message sent or a
     /// transfer started.
-    public static let operations: [Metric] = [.connectAttempts, .messagesSent, .transfersStarted]
+    package static let operations: [Metric] = [.connectAttempts, .messagesSent, .transfersStarted]
 
     private static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 
     /// The metric with report key `name`; nil for a family member or a name this build does not know (a
     /// report of another version may hold such names: they are read, merged and written back as they are).
-    public static func metric(named name: String) -> Metric? { byName[name] }
+    package static func metric(named name: String) -> Metric? { byName[name] }
 
     /// The family `name` is a member of, if any.
-    public static func family(of name: String) -> MetricFamily? { families.first { $0.tag(of: name) != nil } }
+    package static func family(of name: String) -> MetricFamily? { families.first { $0.tag(of: name) != nil } }
 
     /// Whether this build knows `name` (a metric or a family member).
-    public static func isCatalogued(_ name: String) -> Bool { metric(named: name) != nil || family(of: name) != nil }
+    package static func isCatalogued(_ name: String) -> Bool { metric(named: name) != nil || family(of: name) != nil }
 }
 
 /// The error codes the engine itself counts under `errors.byCode`. The other codes come from their own
 /// typed enums and are not spelt again here: a WebSocket client's (`WebSocketClientError.Code`), the
 /// runtime's (`RuntimeError.Code.name`) and a transfer's (`TransferError.Code`).
-public enum EngineErrorCode: String, Sendable, CaseIterable {
+package enum EngineErrorCode: String, Sendable, CaseIterable {
     /// A client with a reconnect policy used up its attempts.
     case reconnectGaveUp = "reconnect_gave_up"
     /// An echo reply that is not a payload the client sent.

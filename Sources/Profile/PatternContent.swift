@@ -2,7 +2,7 @@ import Crypto
 
 /// Deterministic content for `/bytes/<size>?seed=S`: byte `p` is byte `p % 8` (little-endian) of
 /// SplitMix64's output for `seed ^ (p / 8)`, so any range is generated directly, without a file.
-public enum PatternContent {
+package enum PatternContent {
     @inline(__always)
     static func word(_ index: UInt64, seed: UInt64) -> UInt64 {
         var z = (seed ^ index) &+ 0x9E37_79B9_7F4A_7C15
@@ -12,7 +12,7 @@ public enum PatternContent {
     }
 
     /// Fills `buffer` with `count` bytes of the content starting at `offset`.
-    public static func fill(_ buffer: inout [UInt8], count: Int, offset: Int64, seed: UInt64) {
+    package static func fill(_ buffer: inout [UInt8], count: Int, offset: Int64, seed: UInt64) {
         // Resized without touching the kept bytes (an array-to-array append stays memcpy in debug builds).
         if buffer.count > count {
             buffer.removeLast(buffer.count - count)
@@ -41,7 +41,7 @@ public enum PatternContent {
     }
 
     /// SHA-256 of the whole content of `size` bytes with `seed` (what a download of it must digest to).
-    public static func sha256(size: Int64, seed: UInt64) -> [UInt8] {
+    package static func sha256(size: Int64, seed: UInt64) -> [UInt8] {
         let hasher = SHA256Hasher()
         var buffer: [UInt8] = []
         var offset: Int64 = 0

@@ -2,28 +2,28 @@ import JSON
 
 /// One thing wrong with a profile: where (a JSON path such as `scenarios[1].stages[0].duration`), what,
 /// and how to fix it.
-public struct ProfileProblem: Sendable, Equatable, CustomStringConvertible {
-    public var path: String
-    public var message: String
-    public var hint: String?
+package struct ProfileProblem: Sendable, Equatable, CustomStringConvertible {
+    package var path: String
+    package var message: String
+    package var hint: String?
 
-    public var description: String {
+    package var description: String {
         (path.isEmpty ? "" : path + ": ") + message + (hint.map { " (\($0))" } ?? "")
     }
 }
 
 /// Every problem found: object by object in document order, an object's unknown keys first.
-public struct ProfileError: Error, Sendable, CustomStringConvertible {
-    public var problems: [ProfileProblem]
-    public var description: String { problems.map(\.description).joined(separator: "\n") }
+package struct ProfileError: Error, Sendable, CustomStringConvertible {
+    package var problems: [ProfileProblem]
+    package var description: String { problems.map(\.description).joined(separator: "\n") }
 }
 
 /// Turns a profile document into a ``Profile``, checking everything before anything runs: unknown keys,
 /// kinds, ranges, durations, URLs, thresholds, cross-references. Reports every problem at once.
-public enum ProfileDecoder {
+package enum ProfileDecoder {
     /// The keys each object of the profile may have. The decoder rejects any other key with this table,
     /// and a test holds `Profiles/profile.schema.json` to it, so the schema and the decoder cannot drift.
-    public static let keys: [String: [String]] = [
+    package static let keys: [String: [String]] = [
         "profile": [
             "$schema", "version", "name", "description", "target", "tls", "headers", "auth", "duration", "gracefulStop",
             "loops", "seed", "scenarios", "thresholds", "chaos", "report",
@@ -52,15 +52,15 @@ public enum ProfileDecoder {
     ]
 
     /// The largest profile read (a profile is configuration, not data).
-    public static let maximumSize = 1 << 20
+    package static let maximumSize = 1 << 20
     /// The most connections one scenario (and one process) may ask for: the box's descriptor limit.
-    public static let maximumConnections = 1_000_000
+    package static let maximumConnections = 1_000_000
     /// The largest message a scenario may send.
-    public static let maximumMessageSize = 64 << 20
+    package static let maximumMessageSize = 64 << 20
 
     /// Decodes a chaos timeline on its own (`wsload proxy --chaos`): a JSON array of events as in a profile.
     /// - Throws: ``ProfileError`` listing every problem (paths start at `chaos`).
-    public static func decodeChaos(_ bytes: [UInt8]) throws(ProfileError) -> [ChaosEvent] {
+    package static func decodeChaos(_ bytes: [UInt8]) throws(ProfileError) -> [ChaosEvent] {
         let document: JSONValue
         do {
             document = try JSONValue(parsing: bytes)
@@ -74,7 +74,7 @@ public enum ProfileDecoder {
     }
 
     /// Decodes a profile document. - Throws: ``ProfileError`` listing every problem.
-    public static func decode(_ bytes: [UInt8]) throws(ProfileError) -> Profile {
+    package static func decode(_ bytes: [UInt8]) throws(ProfileError) -> Profile {
         try decode(bytes, overrides: ProfileOverrides())
     }
 

@@ -2,16 +2,16 @@
 /// `/push?interval=10ms&size=64` gets a binary message every `interval` (1ms–1h, default 100ms) of
 /// `size` bytes (24 B–1 MiB, default 64): `WSLPUSH1`, a sequence number from 0 and the server's
 /// loop-clock send time (both big-endian UInt64), then filler. The sequence lets clients count losses.
-public struct PushStream: Sendable, Hashable {
-    public static let magic = Array("WSLPUSH1".utf8)
-    public static let headerSize = 24
+package struct PushStream: Sendable, Hashable {
+    package static let magic = Array("WSLPUSH1".utf8)
+    package static let headerSize = 24
 
-    public var interval: Duration = .milliseconds(100)
-    public var size = 64
+    package var interval: Duration = .milliseconds(100)
+    package var size = 64
 
     /// The stream a request target asks for, or nil if it is not a `/push` target. Out-of-range or
     /// malformed parameters fall back to the defaults (the server is a test target, not a validator).
-    public init?(requestTarget: String) {
+    package init?(requestTarget: String) {
         let parts = requestTarget.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.first == "/push" else { return nil }
         guard parts.count == 2 else { return }
@@ -37,7 +37,7 @@ public struct PushStream: Sendable, Hashable {
     }
 
     /// Message `sequence`, stamped with `sentNanoseconds`.
-    public func message(sequence: UInt64, sentNanoseconds: UInt64) -> [UInt8] {
+    package func message(sequence: UInt64, sentNanoseconds: UInt64) -> [UInt8] {
         var bytes = Self.magic
         bytes.reserveCapacity(size)
         for value in [sequence, sentNanoseconds] {
@@ -48,7 +48,7 @@ public struct PushStream: Sendable, Hashable {
     }
 
     /// Reads a push message's header; nil for anything else.
-    public static func read(_ bytes: [UInt8]) -> (sequence: UInt64, sentNanoseconds: UInt64)? {
+    package static func read(_ bytes: [UInt8]) -> (sequence: UInt64, sentNanoseconds: UInt64)? {
         guard bytes.count >= headerSize, bytes.starts(with: magic) else { return nil }
         let sequence = bytes[8..<16].reduce(0) { $0 << 8 | UInt64($1) }
         let sent = bytes[16..<24].reduce(0) { $0 << 8 | UInt64($1) }

@@ -1,16 +1,16 @@
 /// The connection target of a ramp at a moment: stages go linearly from the previous target (0 at the
 /// start) to their own over their duration; after the last stage the last target holds. Without stages,
 /// every connection starts at once.
-public struct RampSchedule: Sendable, Equatable {
-    public var connections: Int
-    public var stages: [WebSocketScenario.Stage]
+package struct RampSchedule: Sendable, Equatable {
+    package var connections: Int
+    package var stages: [WebSocketScenario.Stage]
 
-    public init(connections: Int, stages: [WebSocketScenario.Stage]) {
+    package init(connections: Int, stages: [WebSocketScenario.Stage]) {
         self.connections = connections
         self.stages = stages
     }
 
-    public func target(at elapsed: Duration) -> Int {
+    package func target(at elapsed: Duration) -> Int {
         guard !stages.isEmpty else { return connections }
         var start = Duration.zero
         var from = 0
@@ -28,7 +28,7 @@ public struct RampSchedule: Sendable, Equatable {
     }
 
     /// The highest target at any moment of `range`: a coarse tick must not skip a stage's peak.
-    public func peak(in range: ClosedRange<Duration>) -> Int {
+    package func peak(in range: ClosedRange<Duration>) -> Int {
         var peak = max(target(at: range.lowerBound), target(at: range.upperBound))
         var boundary = Duration.zero
         for stage in stages {
@@ -41,7 +41,7 @@ public struct RampSchedule: Sendable, Equatable {
     /// The first moment after `elapsed` at which ``target(at:)`` may differ from its value at `elapsed`: when
     /// a linear stage reaches its next whole connection, or the next stage boundary. nil once the target holds
     /// for good (after the last stage, or without stages). A caller that wakes then sees the change.
-    public func nextChange(after elapsed: Duration) -> Duration? {
+    package func nextChange(after elapsed: Duration) -> Duration? {
         var start = Duration.zero
         var from = 0
         for stage in stages {
@@ -73,5 +73,5 @@ public struct RampSchedule: Sendable, Equatable {
     }
 
     /// When the stages end (zero without stages).
-    public var totalDuration: Duration { stages.reduce(.zero) { $0 + $1.duration } }
+    package var totalDuration: Duration { stages.reduce(.zero) { $0 + $1.duration } }
 }

@@ -2,18 +2,18 @@ import Crypto
 /// One of `count` equal, deterministic slices of a profile (`--shard 2/4`, 1-based as written): run
 /// them in `count` processes (on one box, past the per-process file limit, or on several machines) and
 /// merge their reports into the whole run.
-public struct Shard: Sendable, Hashable, CustomStringConvertible {
+package struct Shard: Sendable, Hashable, CustomStringConvertible {
     /// 0-based.
-    public var index: Int
-    public var count: Int
+    package var index: Int
+    package var count: Int
 
-    public init(index: Int, count: Int) {
+    package init(index: Int, count: Int) {
         self.index = index
         self.count = count
     }
 
     /// Parses `i/n` with 1 ≤ i ≤ n ≤ 1000.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let position = Int(parts[0]), let count = Int(parts[1]),
             (1...1000).contains(count), (1...count).contains(position)
@@ -21,17 +21,17 @@ public struct Shard: Sendable, Hashable, CustomStringConvertible {
         self.init(index: position - 1, count: count)
     }
 
-    public var description: String { "\(index + 1)/\(count)" }
+    package var description: String { "\(index + 1)/\(count)" }
 
     /// This slice's share of `total`: the slices' shares differ by at most one and sum to `total`.
-    public func share(of total: Int) -> Int {
+    package func share(of total: Int) -> Int {
         total * (index + 1) / count - total * index / count
     }
 
     /// The profile this slice runs: every scenario's connections and stage targets are this slice's share
     /// (per-connection rates stay; a total rate was divided over all connections, so the slices' rates sum
     /// to it), and the seed is derived from the profile's and the slice.
-    public func slice(_ profile: Profile, seed: UInt64) -> (profile: Profile, seed: UInt64) {
+    package func slice(_ profile: Profile, seed: UInt64) -> (profile: Profile, seed: UInt64) {
         var sliced = profile
         for index in sliced.scenarios.indices {
             var websocket = sliced.scenarios[index].websocket

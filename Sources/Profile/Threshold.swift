@@ -1,8 +1,8 @@
 /// A pass/fail criterion on a metric, written `METRIC[{scenario=NAME}] STATISTIC OP VALUE`, e.g.
 /// `ws.message_rtt p99 < 50ms`, `errors rate < 0.1%`, `ws.connect{scenario=chat} p95 < 200ms`.
-public struct Threshold: Sendable, Equatable {
+package struct Threshold: Sendable, Equatable {
     /// What a threshold asks of its metric: a percentile, a summary figure, a count, a rate.
-    public enum Statistic: Sendable, Equatable, CustomStringConvertible {
+    package enum Statistic: Sendable, Equatable, CustomStringConvertible {
         case percentile(Double)
         case mean, minimum, maximum, standardDeviation, count
         /// Per second of run time.
@@ -10,7 +10,7 @@ public struct Threshold: Sendable, Equatable {
         /// Errors per operation (connection attempts plus messages sent), a fraction.
         case rate
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .percentile(let value): "p" + formatNumber(value)
             case .mean: "mean"
@@ -25,10 +25,10 @@ public struct Threshold: Sendable, Equatable {
     }
 
     /// How the actual value must relate to the limit.
-    public enum Comparison: String, Sendable, CaseIterable {
+    package enum Comparison: String, Sendable, CaseIterable {
         case less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
 
-        public func holds(_ actual: Double, _ limit: Double) -> Bool {
+        package func holds(_ actual: Double, _ limit: Double) -> Bool {
             switch self {
             case .less: actual < limit
             case .lessOrEqual: actual <= limit
@@ -39,24 +39,24 @@ public struct Threshold: Sendable, Equatable {
     }
 
     /// A threshold as the docs and hints show one.
-    public static let example = "\(Metric.messageRoundTrip.name) p99 < 50ms"
+    package static let example = "\(Metric.messageRoundTrip.name) p99 < 50ms"
 
     /// The expression as written.
-    public var expression: String
-    public var metric: Metric
+    package var expression: String
+    package var metric: Metric
     /// Restricts the metric to one scenario; nil: all scenarios together.
-    public var scenario: String?
-    public var statistic: Statistic
-    public var comparison: Comparison
+    package var scenario: String?
+    package var statistic: Statistic
+    package var comparison: Comparison
     /// The limit in the metric's unit: microseconds for latencies, a fraction for rates, a plain number
     /// otherwise.
-    public var limit: Double
+    package var limit: Double
     /// Stop the run as soon as the threshold fails (checked at every interval once `abortDelay` passed).
-    public var abortOnFail = false
-    public var abortDelay: Duration = .zero
+    package var abortOnFail = false
+    package var abortDelay: Duration = .zero
 
     /// Parses an expression; the error is a message and a hint for the profile's problem list.
-    public static func parse(_ text: String) -> Result<Threshold, ThresholdSyntaxError> {
+    package static func parse(_ text: String) -> Result<Threshold, ThresholdSyntaxError> {
         let words = text.split(whereSeparator: \.isWhitespace).map(String.init)
         guard words.count == 4 else {
             return .failure(ThresholdSyntaxError(
@@ -150,9 +150,9 @@ public struct Threshold: Sendable, Equatable {
 }
 
 /// Why a threshold expression does not parse.
-public struct ThresholdSyntaxError: Error, Sendable, Equatable {
-    public var message: String
-    public var hint: String
+package struct ThresholdSyntaxError: Error, Sendable, Equatable {
+    package var message: String
+    package var hint: String
 }
 
 extension Metric.Kind {

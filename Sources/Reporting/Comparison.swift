@@ -3,27 +3,27 @@ import Histogram
 import Profile
 
 /// One side of a comparison: one run, or several repeated runs of one configuration.
-public struct ComparisonSide: Sendable {
+package struct ComparisonSide: Sendable {
     /// One run of a side: its totals, its length and its interval series.
-    public struct Run: Sendable {
-        public var metrics: MetricSet
+    package struct Run: Sendable {
+        package var metrics: MetricSet
         /// The measured duration, for rates.
-        public var seconds: Double
+        package var seconds: Double
         /// The run's interval series (metrics and length in seconds): the within-run variation a
         /// single-run comparison tests against.
-        public var intervals: [(metrics: MetricSet, seconds: Double)]
+        package var intervals: [(metrics: MetricSet, seconds: Double)]
 
-        public init(metrics: MetricSet, seconds: Double, intervals: [(metrics: MetricSet, seconds: Double)] = []) {
+        package init(metrics: MetricSet, seconds: Double, intervals: [(metrics: MetricSet, seconds: Double)] = []) {
             self.metrics = metrics
             self.seconds = seconds
             self.intervals = intervals
         }
     }
 
-    public var label: String
-    public var runs: [Run]
+    package var label: String
+    package var runs: [Run]
 
-    public init(label: String, runs: [Run]) {
+    package init(label: String, runs: [Run]) {
         self.label = label
         self.runs = runs
     }
@@ -72,21 +72,21 @@ struct Sample {
 }
 
 /// A statistic compared between base and head.
-public struct ComparisonRow: Sendable {
+package struct ComparisonRow: Sendable {
     /// Which way of change is an improvement.
-    public enum Direction: Sendable { case lowerIsBetter, higherIsBetter }
+    package enum Direction: Sendable { case lowerIsBetter, higherIsBetter }
 
-    public var metric: String
-    public var statistic: String
+    package var metric: String
+    package var statistic: String
     /// The unit values are in: `us`, `/s` or a fraction (`ratio`).
-    public var unit: String
-    public var base: Double
-    public var head: Double
-    public var pValue: Double
-    public var test: String
-    public var direction: Direction
+    package var unit: String
+    package var base: Double
+    package var head: Double
+    package var pValue: Double
+    package var test: String
+    package var direction: Direction
 
-    public init(
+    package init(
         metric: String, statistic: String, unit: String, base: Double, head: Double, pValue: Double, test: String,
         direction: Direction
     ) {
@@ -101,10 +101,10 @@ public struct ComparisonRow: Sendable {
     }
 
     /// head vs base in percent; nil when base is 0.
-    public var changePercent: Double? { base == 0 ? (head == 0 ? 0 : nil) : (head - base) / base * 100 }
-    public func isSignificant(alpha: Double) -> Bool { pValue < alpha }
+    package var changePercent: Double? { base == 0 ? (head == 0 ? 0 : nil) : (head - base) / base * 100 }
+    package func isSignificant(alpha: Double) -> Bool { pValue < alpha }
     /// A significant change in the bad direction.
-    public func isWorse(alpha: Double) -> Bool {
+    package func isWorse(alpha: Double) -> Bool {
         guard isSignificant(alpha: alpha) else { return false }
         return direction == .lowerIsBetter ? head > base : head < base
     }
@@ -116,8 +116,8 @@ public struct ComparisonRow: Sendable {
 ///   each side's intervals with replacement, pool them, recompute the statistic) — so the verdict weighs
 ///   the change against how much the figure moved within each run, not just sampling noise;
 /// - otherwise: a bootstrap over the HDR counts for latencies, Poisson and binomial tests for rates.
-public enum Comparator {
-    public static let percentiles: [(name: String, value: Double)] = [("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9)]
+package enum Comparator {
+    package static let percentiles: [(name: String, value: Double)] = [("p50", 50), ("p90", 90), ("p99", 99), ("p99.9", 99.9)]
 
     struct Statistic {
         var metric: String
@@ -128,7 +128,7 @@ public enum Comparator {
         var compute: (Sample) -> Double?
     }
 
-    public static func compare(base: ComparisonSide, head: ComparisonSide, replicates: Int = 400) -> [ComparisonRow] {
+    package static func compare(base: ComparisonSide, head: ComparisonSide, replicates: Int = 400) -> [ComparisonRow] {
         let basePooled = base.pooled, headPooled = head.pooled
         var statistics: [Statistic] = []
         let names = Set(basePooled.histograms.keys).intersection(headPooled.histograms.keys)
@@ -244,27 +244,27 @@ public enum Comparator {
 
 /// A regression budget: `METRIC STATISTIC +N%` (or `-N%` for throughput): head may be worse than base by
 /// at most N% before `compare` fails — and only when the change is significant.
-public struct RegressionBudget: Sendable, Equatable, CustomStringConvertible {
-    public var metric: String
-    public var statistic: String
+package struct RegressionBudget: Sendable, Equatable, CustomStringConvertible {
+    package var metric: String
+    package var statistic: String
     /// Allowed relative change in percent, signed in the bad direction (+ for latency, − for throughput).
-    public var percent: Double
+    package var percent: Double
 
-    public static let defaults: [RegressionBudget] = [
+    package static let defaults: [RegressionBudget] = [
         RegressionBudget(metric: Metric.messageRoundTrip.name, statistic: "p50", percent: 10),
         RegressionBudget(metric: Metric.messageRoundTrip.name, statistic: "p99", percent: 10),
         RegressionBudget(metric: Metric.connect.name, statistic: "p99", percent: 25),
         RegressionBudget(metric: Metric.messagesReceived.name, statistic: "per_second", percent: -10),
     ]
 
-    public init(metric: String, statistic: String, percent: Double) {
+    package init(metric: String, statistic: String, percent: Double) {
         self.metric = metric
         self.statistic = statistic
         self.percent = percent
     }
 
     /// Parses `ws.message_rtt p99 +10%`; nil if it does not read so.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         let words = text.split(whereSeparator: \.isWhitespace).map(String.init)
         guard words.count == 3, words[2].hasSuffix("%"), let first = words[2].first, first == "+" || first == "-",
             let value = Double(words[2].dropFirst().dropLast()), value >= 0
@@ -272,12 +272,12 @@ public struct RegressionBudget: Sendable, Equatable, CustomStringConvertible {
         self.init(metric: words[0], statistic: words[1], percent: first == "+" ? value : -value)
     }
 
-    public var description: String {
+    package var description: String {
         "\(metric) \(statistic) \(percent >= 0 ? "+" : "-")\(formatPercent(abs(percent)))%"
     }
 
     /// Whether `row` (of this metric and statistic) breaks the budget.
-    public func isExceeded(by row: ComparisonRow, alpha: Double) -> Bool {
+    package func isExceeded(by row: ComparisonRow, alpha: Double) -> Bool {
         guard row.metric == metric, row.statistic == statistic, row.isWorse(alpha: alpha) else { return false }
         guard let change = row.changePercent else { return true }  // from zero to something worse
         return percent >= 0 ? change > percent : change < percent

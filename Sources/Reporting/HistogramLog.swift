@@ -5,16 +5,16 @@ import Histogram
 /// per interval and metric, tagged with the metric's name, each carrying the interval's compressed
 /// histogram. HdrHistogram's own tools (HistogramLogProcessor, HdrHistogramVisualizer, the Python
 /// `hdrh.log` reader) read it. Values are microseconds; `Interval_Max` is in milliseconds.
-public enum HistogramLog {
+package enum HistogramLog {
     /// One interval histogram of one tag (metric).
-    public struct Entry: Sendable {
-        public var tag: String
+    package struct Entry: Sendable {
+        package var tag: String
         /// Seconds from the log's start.
-        public var start: Double
-        public var length: Double
-        public var histogram: Histogram
+        package var start: Double
+        package var length: Double
+        package var histogram: Histogram
 
-        public init(tag: String, start: Double, length: Double, histogram: Histogram) {
+        package init(tag: String, start: Double, length: Double, histogram: Histogram) {
             self.tag = tag
             self.start = start
             self.length = length
@@ -22,7 +22,7 @@ public enum HistogramLog {
         }
     }
 
-    public static func text(entries: [Entry], startTime: Date, comment: String? = nil) -> String {
+    package static func text(entries: [Entry], startTime: Date, comment: String? = nil) -> String {
         let epoch = startTime.timeIntervalSince1970
         let formatter = ISO8601DateFormatter()
         var lines = ["#[Histogram log format version 1.3]"]

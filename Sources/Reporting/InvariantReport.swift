@@ -2,16 +2,16 @@ import JSON
 
 /// The correctness oracle's findings: per invariant, how many observations were checked and how many
 /// broke it, with a few examples (the actor and its recent history). Adds exactly, like `MetricSet`.
-public struct InvariantReport: Sendable, Equatable {
+package struct InvariantReport: Sendable, Equatable {
     /// One violation: the actor, its scenario, what was wrong, and its recent history.
-    public struct Example: Sendable, Equatable {
-        public var actor: Int
-        public var scenario: String
-        public var detail: String
+    package struct Example: Sendable, Equatable {
+        package var actor: Int
+        package var scenario: String
+        package var detail: String
         /// The actor's recent events, oldest first.
-        public var history: [String]
+        package var history: [String]
 
-        public init(actor: Int, scenario: String, detail: String, history: [String]) {
+        package init(actor: Int, scenario: String, detail: String, history: [String]) {
             self.actor = actor
             self.scenario = scenario
             self.detail = detail
@@ -20,18 +20,18 @@ public struct InvariantReport: Sendable, Equatable {
     }
 
     /// Examples kept per invariant.
-    public static let maximumExamples = 5
+    package static let maximumExamples = 5
 
-    public var checked: [String: UInt64] = [:]
-    public var violations: [String: UInt64] = [:]
-    public var examples: [String: [Example]] = [:]
+    package var checked: [String: UInt64] = [:]
+    package var violations: [String: UInt64] = [:]
+    package var examples: [String: [Example]] = [:]
 
-    public init() {}
+    package init() {}
 
-    public var violationCount: UInt64 { violations.values.reduce(0, +) }
-    public var isHeld: Bool { violationCount == 0 }
+    package var violationCount: UInt64 { violations.values.reduce(0, +) }
+    package var isHeld: Bool { violationCount == 0 }
 
-    public mutating func add(_ other: InvariantReport) {
+    package mutating func add(_ other: InvariantReport) {
         for (name, count) in other.checked { checked[name, default: 0] += count }
         for (name, count) in other.violations { violations[name, default: 0] += count }
         for (name, list) in other.examples {
@@ -40,7 +40,7 @@ public struct InvariantReport: Sendable, Equatable {
         }
     }
 
-    public func json() -> JSONValue {
+    package func json() -> JSONValue {
         var object = JSONObject()
         for name in Set(checked.keys).union(violations.keys).sorted() {
             object[name] = [
@@ -56,7 +56,7 @@ public struct InvariantReport: Sendable, Equatable {
         return .object(object)
     }
 
-    public init(json value: JSONValue, path: String) throws(ReportFormatError) {
+    package init(json value: JSONValue, path: String) throws(ReportFormatError) {
         guard let object = value.objectValue else { throw ReportFormatError(path: path, reason: "expected an object") }
         for (name, entry) in object.members {
             guard let checkedCount = entry["checked"]?.integerValue, let violationCount = entry["violations"]?.integerValue,

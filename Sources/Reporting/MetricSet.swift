@@ -6,41 +6,41 @@ import Profile
 /// microseconds, event counters, disconnects by close code, errors by error code. Adding two sets is
 /// exact (histograms add slot by slot), which is what interval roll-ups, shard merges and comparisons
 /// rest on.
-public struct MetricSet: Sendable, Equatable {
-    public var histograms: [String: Histogram] = [:]
-    public var counters: [String: UInt64] = [:]
+package struct MetricSet: Sendable, Equatable {
+    package var histograms: [String: Histogram] = [:]
+    package var counters: [String: UInt64] = [:]
     /// Disconnects by the close code the client saw (1006 when there was no closing handshake).
-    public var disconnects: [UInt16: UInt64] = [:]
+    package var disconnects: [UInt16: UInt64] = [:]
     /// Errors by their stable code (`connect`, `tls_verify`, `handshake`, `pong_timeout`, …).
-    public var errors: [String: UInt64] = [:]
+    package var errors: [String: UInt64] = [:]
 
-    public init() {}
+    package init() {}
 
-    public var errorCount: UInt64 { errors.values.reduce(0, +) }
-    public var disconnectCount: UInt64 { disconnects.values.reduce(0, +) }
+    package var errorCount: UInt64 { errors.values.reduce(0, +) }
+    package var disconnectCount: UInt64 { disconnects.values.reduce(0, +) }
 
     /// The counter of report key `name` (a family member or a name read from another version's report); 0
     /// when absent.
-    public func counter(_ name: String) -> UInt64 { counters[name] ?? 0 }
+    package func counter(_ name: String) -> UInt64 { counters[name] ?? 0 }
 
     /// The counter of `metric`; 0 when it stayed zero (the report leaves it out).
-    public func counter(_ metric: Metric) -> UInt64 { counters[metric.name] ?? 0 }
+    package func counter(_ metric: Metric) -> UInt64 { counters[metric.name] ?? 0 }
 
     /// The counter of `metric` if one was recorded.
-    public subscript(counter metric: Metric) -> UInt64? {
+    package subscript(counter metric: Metric) -> UInt64? {
         get { counters[metric.name] }
         set { counters[metric.name] = newValue }
     }
 
     /// The histogram of `metric` if one was recorded.
-    public subscript(histogram metric: Metric) -> Histogram? {
+    package subscript(histogram metric: Metric) -> Histogram? {
         get { histograms[metric.name] }
         set { histograms[metric.name] = newValue }
     }
 
     /// How many events `metric` counted: a counter's count, the disconnects or errors of every code, or a
     /// histogram's samples.
-    public func count(of metric: Metric) -> UInt64 {
+    package func count(of metric: Metric) -> UInt64 {
         switch metric.kind {
         case .counter: counter(metric)
         case .closeCodes: disconnectCount
@@ -50,10 +50,10 @@ public struct MetricSet: Sendable, Equatable {
     }
 
     /// Connection attempts, messages sent and transfers started: what the error rate divides by.
-    public var operations: UInt64 { MetricCatalog.operations.reduce(0) { $0 + counter($1) } }
+    package var operations: UInt64 { MetricCatalog.operations.reduce(0) { $0 + counter($1) } }
 
     /// Adds `other` into this set. - Throws: if two histograms of one name have different layouts.
-    public mutating func add(_ other: MetricSet) throws(Histogram.LayoutMismatch) {
+    package mutating func add(_ other: MetricSet) throws(Histogram.LayoutMismatch) {
         for (name, histogram) in other.histograms {
             if histograms[name] == nil {
                 histograms[name] = histogram
@@ -68,18 +68,18 @@ public struct MetricSet: Sendable, Equatable {
 
     /// The unit a histogram is recorded in, as the report writes it: the catalogue's, and microseconds for a
     /// name this build does not know.
-    public static func unit(of name: String) -> String {
+    package static func unit(of name: String) -> String {
         (MetricCatalog.metric(named: name)?.unit ?? .microseconds).rawValue
     }
 
     /// The percentiles a report lists for every latency metric.
-    public static let reportedPercentiles: [(key: String, percentile: Double)] = [
+    package static let reportedPercentiles: [(key: String, percentile: Double)] = [
         ("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99), ("p99.9", 99.9), ("p99.99", 99.99),
     ]
 
     /// The set as report JSON. `seconds` turns counts into rates; `operations` is the denominator of
     /// the error rate.
-    public func json(seconds: Double, operations: UInt64) -> JSONValue {
+    package func json(seconds: Double, operations: UInt64) -> JSONValue {
         var object = JSONObject()
         for name in histograms.keys.sorted() {
             let histogram = histograms[name]!
@@ -113,7 +113,7 @@ public struct MetricSet: Sendable, Equatable {
 
     /// Reads back what ``json(seconds:operations:)`` wrote: histograms from their blobs (exact), counters
     /// from their counts. - Throws: ``ReportFormatError`` naming the JSON path.
-    public init(json value: JSONValue, path: String) throws(ReportFormatError) {
+    package init(json value: JSONValue, path: String) throws(ReportFormatError) {
         guard let object = value.objectValue else { throw ReportFormatError(path: path, reason: "expected an object") }
         for (name, entry) in object.members {
             let entryPath = path + "." + name
@@ -157,14 +157,14 @@ public struct MetricSet: Sendable, Equatable {
 }
 
 /// A report that does not have the shape this build writes.
-public struct ReportFormatError: Error, Sendable, CustomStringConvertible {
-    public var path: String
-    public var reason: String
-    public init(path: String, reason: String) {
+package struct ReportFormatError: Error, Sendable, CustomStringConvertible {
+    package var path: String
+    package var reason: String
+    package init(path: String, reason: String) {
         self.path = path
         self.reason = reason
     }
-    public var description: String { "\(path): \(reason)" }
+    package var description: String { "\(path): \(reason)" }
 }
 
 func rate(_ count: UInt64, _ seconds: Double) -> Double { seconds > 0 ? rounded(Double(count) / seconds) : 0 }

@@ -3,15 +3,15 @@ import Histogram
 import Profile
 
 /// Why reports cannot be merged.
-public struct MergeError: Error, Sendable, CustomStringConvertible {
-    public var description: String
+package struct MergeError: Error, Sendable, CustomStringConvertible {
+    package var description: String
 }
 
 /// Merges reports of one profile — the shards of a run, or runs made side by side — exactly: histograms
 /// add slot by slot and counters add, so the merged percentiles are those of all samples together
 /// (never an average of percentiles). Thresholds are evaluated again on the merged figures.
-public enum ReportMerger {
-    public static func merge(_ reports: [LoadedReport]) throws(MergeError) -> RunResult {
+package enum ReportMerger {
+    package static func merge(_ reports: [LoadedReport]) throws(MergeError) -> RunResult {
         guard let first = reports.first else { throw MergeError(description: "nothing to merge") }
         for report in reports.dropFirst() where report.profileDigest != first.profileDigest {
             throw MergeError(description: "\(report.source) ran a different profile than \(first.source) "

@@ -3,22 +3,22 @@ import JSON
 import Profile
 
 /// A report read back from its JSON: enough to merge, compare and re-render it.
-public struct LoadedReport: Sendable {
+package struct LoadedReport: Sendable {
     /// Where it came from (a path), for messages.
-    public var source: String
-    public var result: RunResult
+    package var source: String
+    package var result: RunResult
     /// `sha256:…` of the profile document.
-    public var profileDigest: String
-    public var toolVersion: String
-    public var commit: String?
-    public var document: JSONValue
+    package var profileDigest: String
+    package var toolVersion: String
+    package var commit: String?
+    package var document: JSONValue
 
     /// The largest report read (bounds memory on untrusted input; a 2-hour run at 5-second intervals is
     /// a few MB).
-    public static let maximumSize = 512 << 20
+    package static let maximumSize = 512 << 20
 
     /// Reads a report file. - Throws: ``ReportFormatError`` with the JSON path (or `file`) at fault.
-    public init(contentsOf path: String) throws(ReportFormatError) {
+    package init(contentsOf path: String) throws(ReportFormatError) {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ReportFormatError(path: path, reason: FileManager.default.fileExists(atPath: path) ? "cannot be read" : "no such file")
         }
@@ -41,7 +41,7 @@ public struct LoadedReport: Sendable {
         try self.init(document: document, source: path)
     }
 
-    public init(document: JSONValue, source: String) throws(ReportFormatError) {
+    package init(document: JSONValue, source: String) throws(ReportFormatError) {
         let reader = FieldReader(source: source)
         guard let schema = document["schema"]?.stringValue else {
             throw reader.error("schema", "missing: is this a wsload report?")

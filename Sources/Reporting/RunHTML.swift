@@ -6,10 +6,10 @@ import Profile
 /// latency percentiles over time, percentile spectra on HdrHistogram's log axis, throughput and
 /// connections over time, errors and close codes, and thresholds — or, for a comparison, base and
 /// head overlaid.
-public enum RunHTML {
+package enum RunHTML {
     static let palette = ["#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd"]
 
-    public static func render(_ result: RunResult, toolVersion: String) -> String {
+    package static func render(_ result: RunResult, toolVersion: String) -> String {
         var body = "<h1>wsload run <span class=\"name\">\(escape(result.profile.name))</span></h1>"
         body += "<p class=\"meta\">\(escape(status(result))) · started \(escape(RunReport.timestamp(result.startedAt))) · "
             + "\(escape(formatDuration(result.elapsed))) · seed \(result.seed) · wsload \(escape(toolVersion))</p>"
@@ -41,7 +41,7 @@ public enum RunHTML {
         return page(title: "wsload: \(result.profile.name)", body: body)
     }
 
-    public static func renderComparison(
+    package static func renderComparison(
         base: [RunResult], head: [RunResult], baseLabel: String, headLabel: String, rows: [ComparisonRow],
         isRegression: (ComparisonRow) -> Bool, alpha: Double, toolVersion: String
     ) -> String {
@@ -228,7 +228,7 @@ public enum RunHTML {
 }
 
 /// 1234567 → "1,234,567".
-public func grouped(_ value: Int) -> String {
+package func grouped(_ value: Int) -> String {
     let digits = String(value.magnitude)
     var result = ""
     for (index, character) in digits.enumerated() {

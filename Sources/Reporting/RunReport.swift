@@ -6,8 +6,8 @@ import Profile
 /// The JSON report of a run (schema `wsload.report/1`, documented in docs/REPORT.md): everything needed
 /// to trust, merge and compare it — the tool and host, the profile without secrets and its digest, the
 /// per-metric summaries with lossless histograms, the interval series, the thresholds and the errors.
-public enum RunReport {
-    public static let schema = "wsload.report/1"
+package enum RunReport {
+    package static let schema = "wsload.report/1"
 
     /// Header names whose values are treated as secrets and never written.
     static func isSensitiveHeader(_ name: String) -> Bool {
@@ -16,7 +16,7 @@ public enum RunReport {
     }
 
     /// The profile document with every possible secret replaced by `"<redacted>"`.
-    public static func sanitizedProfile(_ document: JSONValue) -> JSONValue {
+    package static func sanitizedProfile(_ document: JSONValue) -> JSONValue {
         guard var root = document.objectValue else { return document }
         if var headers = root["headers"]?.objectValue {
             for name in headers.keys where isSensitiveHeader(name) { headers[name] = "<redacted>" }
@@ -25,7 +25,7 @@ public enum RunReport {
         return .object(root)
     }
 
-    public static func json(_ result: RunResult, toolVersion: String, commit: String?) -> JSONValue {
+    package static func json(_ result: RunResult, toolVersion: String, commit: String?) -> JSONValue {
         let profileDocument = sanitizedProfile(result.profile.document)
         let digest = Crypto.hex(Crypto.sha256(Array(profileDocument.formatted(pretty: false).utf8)))
         let seconds = min(result.elapsed, result.profile.duration).seconds
@@ -146,7 +146,7 @@ public enum RunReport {
     }
 
     /// `<name>-<UTC timestamp>.json`.
-    public static func fileName(for result: RunResult) -> String {
+    package static func fileName(for result: RunResult) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
@@ -156,7 +156,7 @@ public enum RunReport {
 
     /// Writes `text` to `path` atomically: a temporary file in the same directory, then a rename, so a
     /// reader never sees half a report. Creates the directory if needed.
-    public static func writeAtomically(_ text: String, to path: String) throws {
+    package static func writeAtomically(_ text: String, to path: String) throws {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -178,7 +178,7 @@ public enum RunReport {
 
     /// The commit of the git checkout around the working directory, read from `.git` without running git.
     /// A file that cannot be read means no commit is known (the report then writes `null`): hence the `try?`s.
-    public static func gitCommit(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
+    package static func gitCommit(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
         var url = URL(fileURLWithPath: directory)
         for _ in 0..<32 {
             let git = url.appendingPathComponent(".git")

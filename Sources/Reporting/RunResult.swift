@@ -2,13 +2,13 @@ import Foundation
 import Profile
 
 /// The outcome of a run, ready to be written as a report.
-public struct RunResult: Sendable {
+package struct RunResult: Sendable {
     /// One report interval: its span of the run, the connections live at its end, and what it measured.
-    public struct Interval: Sendable {
-        public var start: Duration
-        public var end: Duration
-        public var liveConnections: Int
-        public var metrics: MetricSet
+    package struct Interval: Sendable {
+        package var start: Duration
+        package var end: Duration
+        package var liveConnections: Int
+        package var metrics: MetricSet
 
         package init(start: Duration, end: Duration, liveConnections: Int, metrics: MetricSet) {
             self.start = start
@@ -19,13 +19,13 @@ public struct RunResult: Sendable {
     }
 
     /// One scenario's share of the run: the scenario as it ran (a shard's connections) and its metrics.
-    public struct ScenarioResult: Sendable {
-        public var scenario: Scenario
-        public var metrics: MetricSet
+    package struct ScenarioResult: Sendable {
+        package var scenario: Scenario
+        package var metrics: MetricSet
         /// The highest connection target the coordinator followed: the ramp's top within the run's duration
         /// (a coordinator that woke late still follows every step due before the end). Not part of the report
         /// (0 for a report read back).
-        public var peakTarget = 0
+        package var peakTarget = 0
 
         package init(scenario: Scenario, metrics: MetricSet, peakTarget: Int = 0) {
             self.scenario = scenario
@@ -35,11 +35,11 @@ public struct RunResult: Sendable {
     }
 
     /// One threshold of the profile, with the value it was checked against.
-    public struct ThresholdResult: Sendable {
-        public var threshold: Threshold
+    package struct ThresholdResult: Sendable {
+        package var threshold: Threshold
         /// nil when the metric had no samples (a latency threshold then passes vacuously).
-        public var actual: Double?
-        public var passed: Bool
+        package var actual: Double?
+        package var passed: Bool
 
         package init(threshold: Threshold, actual: Double?, passed: Bool) {
             self.threshold = threshold
@@ -48,35 +48,35 @@ public struct RunResult: Sendable {
         }
     }
 
-    public var profile: Profile
-    public var seed: UInt64
-    public var loops: Int
-    public var startedAt: Date
-    public var endedAt: Date
-    public var elapsed: Duration
+    package var profile: Profile
+    package var seed: UInt64
+    package var loops: Int
+    package var startedAt: Date
+    package var endedAt: Date
+    package var elapsed: Duration
     /// The signal that interrupted the run, if one did.
-    public var interruptedBy: String?
+    package var interruptedBy: String?
     /// The threshold whose failure aborted the run early.
-    public var abortedBy: String?
-    public var scenarios: [ScenarioResult]
-    public var total: MetricSet
-    public var intervals: [Interval]
-    public var thresholds: [ThresholdResult]
+    package var abortedBy: String?
+    package var scenarios: [ScenarioResult]
+    package var total: MetricSet
+    package var intervals: [Interval]
+    package var thresholds: [ThresholdResult]
     /// Connections still running when the graceful stop ran out (they were cancelled).
-    public var unfinishedConnections: Int
+    package var unfinishedConnections: Int
     /// Runtime handles and parked tasks left once everything stopped (0 and 0 when nothing leaked).
-    public var liveHandlesAfterStop: Int
-    public var waitingTasksAfterStop: Int
+    package var liveHandlesAfterStop: Int
+    package var waitingTasksAfterStop: Int
     /// The slice of the profile this process ran (`--shard i/n`), if only a slice.
-    public var shard: Shard?
+    package var shard: Shard?
     /// For a merged result: the reports it was merged from.
-    public var mergedFrom: [String] = []
+    package var mergedFrom: [String] = []
     /// What the correctness oracle checked and found.
-    public var invariants = InvariantReport()
+    package var invariants = InvariantReport()
     /// The chaos timeline as it happened.
-    public var chaos: [ChaosRecord] = []
+    package var chaos: [ChaosRecord] = []
     /// How synchronized reconnects were, when there were any.
-    public var reconnectStorm: ReconnectStorm?
+    package var reconnectStorm: ReconnectStorm?
 
     /// The one way a result is assembled — by the run's coordinator and by the report reader — so a new field
     /// is a new parameter both must pass. Thresholds are not passed: they are evaluated here, against the
@@ -122,9 +122,9 @@ public struct RunResult: Sendable {
     /// The busiest 100 ms of reconnect attempts against the busiest 100 ms of unintended drops. Without
     /// jitter every client dropped together retries together, so the drop peak is the bound a storm's
     /// reconnect peak reaches; jitter spreads them below it.
-    public struct ReconnectStorm: Sendable, Equatable {
-        public var peakReconnectsPer100ms: UInt64
-        public var peakDropsPer100ms: UInt64
+    package struct ReconnectStorm: Sendable, Equatable {
+        package var peakReconnectsPer100ms: UInt64
+        package var peakDropsPer100ms: UInt64
 
         package init(peakReconnectsPer100ms: UInt64, peakDropsPer100ms: UInt64) {
             self.peakReconnectsPer100ms = peakReconnectsPer100ms
@@ -133,11 +133,11 @@ public struct RunResult: Sendable {
     }
 
     /// One chaos event of the run: when it was planned, when it fired, and how many connections it hit.
-    public struct ChaosRecord: Sendable, Equatable {
-        public var at: Duration
-        public var firedAt: Duration
-        public var action: String
-        public var affected: Int
+    package struct ChaosRecord: Sendable, Equatable {
+        package var at: Duration
+        package var firedAt: Duration
+        package var action: String
+        package var affected: Int
 
         package init(at: Duration, firedAt: Duration, action: String, affected: Int) {
             self.at = at
@@ -147,6 +147,6 @@ public struct RunResult: Sendable {
         }
     }
 
-    public var thresholdsPassed: Bool { thresholds.allSatisfy(\.passed) }
-    public var invariantsHeld: Bool { invariants.isHeld }
+    package var thresholdsPassed: Bool { thresholds.allSatisfy(\.passed) }
+    package var invariantsHeld: Bool { invariants.isHeld }
 }

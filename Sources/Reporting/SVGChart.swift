@@ -2,15 +2,15 @@ import Glibc
 
 /// A line chart as inline SVG: no scripts, no fonts or files fetched, so a report stays one
 /// self-contained file that renders the same everywhere.
-public struct SVGChart: Sendable {
+package struct SVGChart: Sendable {
     /// One line of a chart: its label, colour and points.
-    public struct Series: Sendable {
-        public var name: String
-        public var color: String
-        public var points: [(x: Double, y: Double)]
-        public var isDashed: Bool
+    package struct Series: Sendable {
+        package var name: String
+        package var color: String
+        package var points: [(x: Double, y: Double)]
+        package var isDashed: Bool
 
-        public init(name: String, color: String, points: [(x: Double, y: Double)], isDashed: Bool = false) {
+        package init(name: String, color: String, points: [(x: Double, y: Double)], isDashed: Bool = false) {
             self.name = name
             self.color = color
             self.points = points
@@ -19,23 +19,23 @@ public struct SVGChart: Sendable {
     }
 
     /// What the x axis shows.
-    public enum Axis: Sendable {
+    package enum Axis: Sendable {
         /// Seconds from the start of the run.
         case seconds
         /// Percentiles on HdrHistogram's log axis: x = log10(1 / (1 − p)), ticks at 90%, 99%, 99.9%, …
         case percentileSpectrum
     }
 
-    public var id: String
-    public var title: String
-    public var series: [Series]
-    public var xAxis: Axis
+    package var id: String
+    package var title: String
+    package var series: [Series]
+    package var xAxis: Axis
     /// Formats a y value for tick labels.
-    public var yFormat: @Sendable (Double) -> String
-    public var width = 760.0
-    public var height = 280.0
+    package var yFormat: @Sendable (Double) -> String
+    package var width = 760.0
+    package var height = 280.0
 
-    public init(id: String, title: String, series: [Series], xAxis: Axis, yFormat: @escaping @Sendable (Double) -> String) {
+    package init(id: String, title: String, series: [Series], xAxis: Axis, yFormat: @escaping @Sendable (Double) -> String) {
         self.id = id
         self.title = title
         self.series = series
@@ -44,12 +44,12 @@ public struct SVGChart: Sendable {
     }
 
     /// The x coordinate of percentile `p` (0–100) on the spectrum axis.
-    public static func spectrumX(_ percentile: Double) -> Double {
+    package static func spectrumX(_ percentile: Double) -> Double {
         let remaining = max(1e-7, 1 - percentile / 100)
         return -log10(remaining)
     }
 
-    public func render() -> String {
+    package func render() -> String {
         let left = 72.0, right = 16.0, top = 34.0, bottom = 42.0
         let plotWidth = width - left - right, plotHeight = height - top - bottom
         let allPoints = series.flatMap(\.points)
@@ -118,7 +118,7 @@ public struct SVGChart: Sendable {
 }
 
 /// Minimal HTML escaping for text and attribute values.
-public func escape(_ text: String) -> String {
+package func escape(_ text: String) -> String {
     var result = ""
     for character in text {
         switch character {

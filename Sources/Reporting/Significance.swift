@@ -3,12 +3,12 @@ import Glibc
 import Histogram
 
 /// The tests `compare` decides significance with. Pure, deterministic (seeded), no I/O.
-public enum Significance {
+package enum Significance {
     /// Two-sided Mann–Whitney U test (as benchstat uses across repeated runs): the p-value that the two
     /// samples come from one distribution. Exact for small samples without ties, normal approximation
     /// with tie correction otherwise. With 3 runs a side the smallest possible p is 0.1: repeat runs
     /// 5 or more times for α = 0.05.
-    public static func mannWhitney(_ first: [Double], _ second: [Double]) -> Double {
+    package static func mannWhitney(_ first: [Double], _ second: [Double]) -> Double {
         let n1 = first.count, n2 = second.count
         guard n1 > 0, n2 > 0 else { return 1 }
         // Ranks with ties averaged.
@@ -44,7 +44,7 @@ public enum Significance {
     }
 
     /// Counts of arrangements giving each U (0…n1·n2) for samples of n1 and n2 without ties.
-    public static func exactUDistribution(_ n1: Int, _ n2: Int) -> [Double] {
+    package static func exactUDistribution(_ n1: Int, _ n2: Int) -> [Double] {
         // f[m][n][u]: arrangements of m and n items with U = u. Build up in n2 layers.
         var table = [[[Double]]](repeating: [], count: n1 + 1)
         for m in 0...n1 {
@@ -71,7 +71,7 @@ public enum Significance {
     /// of that mean, which approximates resampling the recorded values) `replicates` times and returns
     /// the two-sided p-value that `statistic` is the same for both, from how often the resampled
     /// difference crosses zero.
-    public static func bootstrap(
+    package static func bootstrap(
         _ base: Histogram, _ head: Histogram, replicates: Int = 400, seed: UInt64 = 0x5157_4C4F_4144,
         statistic: (Histogram) -> Double
     ) -> Double {
@@ -112,7 +112,7 @@ public enum Significance {
     }
 
     /// Two Poisson rates (counts over durations): the two-sided p-value that they are equal.
-    public static func poissonRates(_ count1: Double, _ seconds1: Double, _ count2: Double, _ seconds2: Double) -> Double {
+    package static func poissonRates(_ count1: Double, _ seconds1: Double, _ count2: Double, _ seconds2: Double) -> Double {
         guard seconds1 > 0, seconds2 > 0 else { return 1 }
         let variance = count1 / (seconds1 * seconds1) + count2 / (seconds2 * seconds2)
         guard variance > 0 else { return 1 }
@@ -121,7 +121,7 @@ public enum Significance {
     }
 
     /// Two proportions (events out of trials): the two-sided p-value that they are equal.
-    public static func proportions(_ events1: Double, _ trials1: Double, _ events2: Double, _ trials2: Double) -> Double {
+    package static func proportions(_ events1: Double, _ trials1: Double, _ events2: Double, _ trials2: Double) -> Double {
         guard trials1 > 0, trials2 > 0 else { return 1 }
         let pooled = (events1 + events2) / (trials1 + trials2)
         let variance = pooled * (1 - pooled) * (1 / trials1 + 1 / trials2)

@@ -11,14 +11,14 @@ import WebSocket
 ///
 /// The composition layer the engine does not contain: `LoadEngine` knows a target and a ``ChaosController``,
 /// never the server.
-public struct RunHost: Sendable {
-    public var run: LoadRun
+package struct RunHost: Sendable {
+    package var run: LoadRun
 
-    public init(_ run: LoadRun) { self.run = run }
+    package init(_ run: LoadRun) { self.run = run }
 
     /// Runs the load. - Throws: ``LoadRunError`` when the embedded server cannot start, or whatever
     /// ``LoadRun/run()`` throws.
-    public func run() async throws -> RunResult {
+    package func run() async throws -> RunResult {
         guard run.profile.target == .embedded else { return try await run.run() }
         let servers: EventLoopGroup
         let server: EmbeddedServer

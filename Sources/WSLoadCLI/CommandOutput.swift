@@ -1,15 +1,15 @@
 import Glibc
 
 /// Where a command writes: standard output and standard error, replaceable in tests.
-public struct CommandOutput: Sendable {
-    public var writeOutput: @Sendable (String) -> Void
-    public var writeError: @Sendable (String) -> Void
+package struct CommandOutput: Sendable {
+    package var writeOutput: @Sendable (String) -> Void
+    package var writeError: @Sendable (String) -> Void
     /// Whether standard error is a terminal (live progress redraws in place only there).
-    public var isErrorTerminal: Bool
+    package var isErrorTerminal: Bool
     /// Whether standard output is a terminal and `NO_COLOR` is unset: the summary may use colour.
-    public var usesColor: Bool
+    package var usesColor: Bool
 
-    public init(
+    package init(
         writeOutput: @escaping @Sendable (String) -> Void, writeError: @escaping @Sendable (String) -> Void,
         isErrorTerminal: Bool = false, usesColor: Bool = false
     ) {
@@ -20,7 +20,7 @@ public struct CommandOutput: Sendable {
     }
 
     /// The process's stdout and stderr, unbuffered.
-    public static let standard = CommandOutput(
+    package static let standard = CommandOutput(
         writeOutput: { writeAll(STDOUT_FILENO, $0) },
         writeError: { writeAll(STDERR_FILENO, $0) },
         isErrorTerminal: isatty(STDERR_FILENO) == 1,
@@ -28,9 +28,9 @@ public struct CommandOutput: Sendable {
     )
 
     /// Writes `text` followed by a newline to standard output.
-    public func print(_ text: String) { writeOutput(text + "\n") }
+    package func print(_ text: String) { writeOutput(text + "\n") }
     /// Writes `text` followed by a newline to standard error.
-    public func printError(_ text: String) { writeError(text + "\n") }
+    package func printError(_ text: String) { writeError(text + "\n") }
 }
 
 private func writeAll(_ descriptor: Int32, _ text: String) {

@@ -2,9 +2,9 @@
 ///
 /// `main(arguments:)` never exits the process and never reads global state other than what is
 /// passed in, so tests run it in-process and compare its output and exit code.
-public enum WSLoad {
+package enum WSLoad {
     /// The tool's version, printed by `--version` and written into reports.
-    public static let version = "0.2.0"
+    package static let version = "0.2.0"
 
     /// The subcommands, in the order help lists them. Each arrives with the issue that builds it.
     static let commands: [any Subcommand.Type] = [
@@ -14,7 +14,7 @@ public enum WSLoad {
     ]
 
     /// Runs `wsload` with `arguments` (without the program name) and returns the exit code.
-    public static func main(arguments: [String], output: CommandOutput = .standard) async -> ExitCode {
+    package static func main(arguments: [String], output: CommandOutput = .standard) async -> ExitCode {
         guard let first = arguments.first else {
             output.writeError(usageText + "\n")
             output.printError("Error: missing subcommand. See 'wsload --help'.")

@@ -34,13 +34,8 @@ extension WebSocketManager {
                 switch event {
                 case .message(let message):
                     return message
-                case .ping:
-                    continue  // The channel answered it.
-                case .pong(let payload):
-                    didReceivePong(payload)
-                case .closeReceived(let code, let reason):
-                    didReceiveClose(code: code, reason: reason)  // The next read waits for the server's FIN.
-                    isCloseReceived = true
+                case .ping, .pong, .closeReceived:
+                    if didReadControl(event) { isCloseReceived = true }
                 case .failed(let error):
                     didFail(error)
                     failure = WebSocketClientError(.protocolViolation, error.description, protocolError: error)
@@ -74,12 +69,8 @@ extension WebSocketManager {
                     eventContinuation.yield(.text(text))
                 case .message(.binary(let bytes)):
                     eventContinuation.yield(.data(bytes))
-                case .ping:
-                    continue  // The channel answered it.
-                case .pong(let payload):
-                    didReceivePong(payload)
-                case .closeReceived(let code, let reason):
-                    didReceiveClose(code: code, reason: reason)  // The next read waits for the server's FIN.
+                case .ping, .pong, .closeReceived:
+                    didReadControl(event)
                 case .failed(let error):
                     didFail(error)
                     return
@@ -98,6 +89,22 @@ extension WebSocketManager {
                 ending = (.abnormalClosure, failure.detail)
             }
         }
+    }
+
+    /// A control frame the channel read, in either mode: a ping it already answered, a pong to match, or the peer's
+    /// close frame (the channel wrote our reply; the next read waits for the server's FIN). True for the close.
+    @discardableResult
+    private func didReadControl(_ event: WebSocketConnection.Event) -> Bool {
+        switch event {
+        case .pong(let payload):
+            didReceivePong(payload)
+        case .closeReceived(let code, let reason):
+            didReceiveClose(code: code, reason: reason)
+            return true
+        default:
+            break  // a ping: answered already
+        }
+        return false
     }
 
     /// The peer's close frame arrived (the channel wrote our reply): its code is what `.disconnected` reports.

@@ -82,7 +82,7 @@ struct ReportToolsTests {
         #expect(mixed?.description.hasPrefix("a mix of shards and whole runs: a.json (1/2), w.json (whole run)") == true, "\(String(describing: mixed))")
     }
 
-    @Test("compare flags an injected echo delay as significant, and not two runs of one configuration")
+    @Test("compare flags an injected echo delay as significant, and nothing between a run and its own report")
     func compareSignificance() async throws {
         func run(delay: Duration?) async throws -> LoadedReport {
             try await withServer(ServerConfiguration(chaos: ChaosOptions(echoDelay: delay))) { server in
@@ -95,11 +95,7 @@ struct ReportToolsTests {
                 return try loaded(result, source: delay == nil ? "plain" : "delayed")
             }
         }
-        // The two runs of one configuration go side by side, so they share whatever load the other suites put on
-        // the box; one after the other, a change in that load is a real difference the test would rightly flag.
-        async let first = run(delay: nil)
-        async let second = run(delay: nil)
-        let (plain, again) = try await (first, second)
+        let plain = try await run(delay: nil)
         // 20 ms: far above what a loaded 2-core box adds to a loopback echo (3 ms was seen under CI load).
         let delayed = try await run(delay: .milliseconds(20))
         let slower = Comparator.compare(base: side([plain], label: "plain"), head: side([delayed], label: "delayed"))
@@ -112,9 +108,16 @@ struct ReportToolsTests {
         #expect(p50.isSignificant(alpha: 0.05) && p50.head >= 20_000 && p50.head > p50.base, "\(p50)")
         #expect(RegressionBudget.defaults.contains { $0.isExceeded(by: p50, alpha: 0.05) })
 
-        let same = Comparator.compare(base: side([plain], label: "plain"), head: side([again], label: "again"))
+        // No difference where there is none: the run against its own report read back. (Whether a second live draw
+        // of one configuration stays unflagged depends on how the box's load moved between the draws — two side by
+        // side were once 694 µs against 1028 µs with a build on one core — so the false-positive rate is pinned on
+        // seeded reports instead: CompareSignificanceTests' calibration.)
+        let readBack = try LoadedReport(document: try JSONValue(parsing: RunReport.json(plain.result, toolVersion: "test",
+                                                                                          commit: nil).formatted()), source: "again")
+        let same = Comparator.compare(base: side([plain], label: "plain"), head: side([readBack], label: "again"))
         let sameP50 = try #require(same.first { $0.metric == "ws.message_rtt" && $0.statistic == "p50" })
-        #expect(!RegressionBudget.defaults.contains { $0.isExceeded(by: sameP50, alpha: 0.05) }, "\(sameP50)")
+        #expect(sameP50.base == sameP50.head && !sameP50.isSignificant(alpha: 0.05), "\(sameP50)")
+        #expect(!same.contains { row in RegressionBudget.defaults.contains { $0.isExceeded(by: row, alpha: 0.05) } })
     }
 
     @Test("Mann–Whitney U: exact small-sample p-values and the normal approximation with ties")

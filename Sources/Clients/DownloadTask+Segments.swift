@@ -120,7 +120,9 @@ extension DownloadTask {
                 }
             case .wait(let delay):
                 retries += 1
-                try await loop.sleep(for: TransferRetries.sleep(for: delay, at: elapsed, deadline: configuration.resourceTimeout))
+                let sleep = TransferRetries.sleep(for: delay, at: elapsed, deadline: configuration.resourceTimeout)
+                try await loop.sleep(for: sleep.duration)
+                if sleep.endsAtDeadline { expireResource() }
                 step = segmentAttempts[segment]!.backoffElapsed(at: elapsed, using: &random)
             case .end:
                 // Given up (its last failure), or stopped by the resource deadline (run() reports that).

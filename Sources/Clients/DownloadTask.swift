@@ -153,7 +153,7 @@ package actor DownloadTask {
 
     /// The resource deadline: every segment's lifecycle stops (nothing is tried again) and the requests in flight
     /// are cut short.
-    private func expireResource() {
+    func expireResource() {
         isResourceTimedOut = true
         let now = elapsed
         for segment in segmentAttempts.keys { segmentAttempts[segment]?.stop(at: now) }

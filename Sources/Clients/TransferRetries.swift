@@ -61,8 +61,13 @@ package struct TransferRetries: Sendable {
 
     /// How long to sleep for a backoff of `delay` drawn at `elapsed`: never past the resource `deadline`, so a
     /// deadline that falls inside a backoff ends the transfer when it passes, not when the backoff would have.
-    package static func sleep(for delay: Duration, at elapsed: Duration, deadline: Duration) -> Duration {
-        min(delay, max(.zero, deadline - elapsed))
+    /// `endsAtDeadline`: the sleep runs to the deadline, so the caller expires the resource when it wakes instead of
+    /// racing the deadline's own timer (loop timers round to the millisecond; this wake may come first).
+    package static func sleep(
+        for delay: Duration, at elapsed: Duration, deadline: Duration
+    ) -> (duration: Duration, endsAtDeadline: Bool) {
+        let remaining = max(.zero, deadline - elapsed)
+        return delay >= remaining ? (remaining, true) : (delay, false)
     }
 
     /// The resource deadline passed: no attempt after the one in flight (which the caller cuts short).

@@ -69,10 +69,7 @@ package actor UploadTask {
         attempts = TransferRetries(policy: configuration.retry)
         // The resource deadline stops the lifecycle (no attempt after it) and cuts the attempt in flight short.
         let deadline = ScheduledTimer(on: loop, after: configuration.resourceTimeout) { [weak self] in
-            self?.assumeIsolated { task in
-                task.attempts.stop(at: start.duration(to: LoopClock().now))
-                task.connection?.close()
-            }
+            self?.assumeIsolated { $0.expireResource(since: start) }
         }
         defer {
             deadline.cancel()
@@ -95,8 +92,9 @@ package actor UploadTask {
                     step = attempts.attemptFailed(failure, at: start.duration(to: clock.now), using: &random)
                 }
             case .wait(let delay):
-                let elapsed = start.duration(to: clock.now)
-                try await loop.sleep(for: TransferRetries.sleep(for: delay, at: elapsed, deadline: configuration.resourceTimeout))
+                let sleep = TransferRetries.sleep(for: delay, at: start.duration(to: clock.now), deadline: configuration.resourceTimeout)
+                try await loop.sleep(for: sleep.duration)
+                if sleep.endsAtDeadline { expireResource(since: start) }
                 step = attempts.backoffElapsed(at: start.duration(to: clock.now), using: &random)
             case .end:
                 if attempts.isStopped {
@@ -105,6 +103,12 @@ package actor UploadTask {
                 throw attempts.lastFailure ?? TransferError(.cancelled, "upload of \(request.file) ended before its first attempt")
             }
         }
+    }
+
+    /// The resource deadline: the lifecycle stops (no attempt after it) and the attempt in flight is cut short.
+    private func expireResource(since start: LoopClock.Instant) {
+        attempts.stop(at: start.duration(to: LoopClock().now))
+        connection?.close()
     }
 
     private func attemptUpload() async throws -> UploadResult {

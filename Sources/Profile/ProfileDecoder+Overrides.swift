@@ -26,13 +26,12 @@ package struct ProfileOverrides: Sendable, Equatable {
         self.loops = loops
     }
 
-    /// The option that gave the top-level profile key `key`, if one did.
+    /// The option that wrote the document's top-level key `key`, if one did. Only target and duration are written
+    /// into the document; the document's seed and loops are always the file's.
     func option(for key: String) -> String? {
         switch key {
         case "target": target != nil ? "--target" : nil
         case "duration": duration != nil ? "--duration" : nil
-        case "seed": seed != nil ? "--seed" : nil
-        case "loops": loops != nil ? "--loops" : nil
         default: nil
         }
     }

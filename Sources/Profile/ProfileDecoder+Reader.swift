@@ -7,8 +7,10 @@ struct ProfileReader {
     /// What the command line wrote into the document: a problem with one of those values names its option.
     var overrides = ProfileOverrides()
 
-    mutating func problem(_ path: String, _ message: String, hint: String? = nil) {
-        let message = overrides.option(for: path).map { message + ", set by " + $0 } ?? message
+    /// Records a problem at `path`; `option` names the command-line option that gave the value (by default, the one
+    /// that wrote `path` into the document).
+    mutating func problem(_ path: String, _ message: String, hint: String? = nil, setBy option: String? = nil) {
+        let message = (option ?? overrides.option(for: path)).map { message + ", set by " + $0 } ?? message
         problems.append(ProfileProblem(path: path, message: message, hint: hint))
     }
 

@@ -26,18 +26,16 @@ extension ProfileReader {
         let duration = required(root, "duration", "").flatMap { self.duration($0, "duration", minimum: .milliseconds(1)) }
         let gracefulStop = self.duration(root["gracefulStop"], "gracefulStop") ?? .seconds(5)
         // The file's loops and seed stay in the document (see ProfileOverrides), so they are checked even when
-        // overridden, as the file's own (their problems name no option); then the command line's replace them.
-        let hostChoices = (loops: overrides.loops, seed: overrides.seed)
-        overrides.loops = nil
-        overrides.seed = nil
+        // overridden, as the file's own; then the command line's replace them.
         var loops = integer(root["loops"], "loops", in: 1...256)
         var seed = integer(root["seed"], "seed", in: 0...Int.max).map { UInt64($0) }
-        overrides.loops = hostChoices.loops
-        overrides.seed = hostChoices.seed
-        if let override = hostChoices.loops { loops = integer(JSONValue(override), "loops", in: 1...256) }
-        if let override = hostChoices.seed {
+        if let override = overrides.loops {
+            loops = (1...256).contains(override) ? override : nil
+            if loops == nil { problem("loops", "\(override) is out of range", hint: "use 1...256", setBy: "--loops") }
+        }
+        if let override = overrides.seed {
             seed = override <= UInt64(Int.max) ? override : nil
-            if seed == nil { problem("seed", "\(override) is out of range", hint: "use 0...\(Int.max)") }
+            if seed == nil { problem("seed", "\(override) is out of range", hint: "use 0...\(Int.max)", setBy: "--seed") }
         }
         var scenarios: [Scenario] = []
         if let list = required(root, "scenarios", "").flatMap({ array($0, "scenarios") }) {

@@ -73,7 +73,7 @@ let package = Package(
         ),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Lifecycle", "Profile", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
-        .testTarget(name: "SourceRulesTests"),
+        .testTarget(name: "SourceRulesTests", dependencies: ["TestSupport"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Crypto", "Runtime"]),
         .testTarget(name: "WebSocketIOTests", dependencies: ["WebSocketIO", "WebSocket", "Runtime", "TestSupport"]),
     ]

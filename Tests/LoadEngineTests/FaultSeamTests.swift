@@ -3,19 +3,7 @@ import LoadEngine
 import Profile
 import Runtime
 import Testing
-
-private let packageRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-/// Every Swift file under `Sources/<folder>` (or all of Sources), with its text.
-private func sources(under folder: String = "") throws -> [(path: String, text: String)] {
-    let root = packageRoot.appendingPathComponent("Sources").appendingPathComponent(folder)
-    let files = try FileManager.default.subpathsOfDirectory(atPath: root.path).filter { $0.hasSuffix(".swift") }
-    return try files.sorted().map { file in
-        (folder.isEmpty ? file : "\(folder)/\(file)",
-         try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8))
-    }
-}
+import TestSupport
 
 /// A conformance that overrides nothing: what the seams do when a test bends none of them.
 private struct Untouched: ReconnectFaults, MessageFaults, TransferFaults, RunLevelFaults {}
@@ -32,8 +20,8 @@ struct FaultSeamTests {
         let banned = ["FaultSwitches", "ClientFaults", "isConnectedBeforeHandshake", "isDeliveringAfterClose",
                       "isForgettingAbnormalCloseReason", "flipFirstByte", "hasDeliveredAfterClose"] + switches
         let patterns = try banned.map { (name: $0, pattern: try Regex("\\b\($0)\\b")) }
-        let files = try sources()
-        #expect(files.count > 50, "found only \(files.count) source files under \(packageRoot.path)")
+        let files = try SourceTree.files()
+        #expect(files.count > 50, "found only \(files.count) source files under \(SourceTree.root.path)")
         for (path, text) in files {
             for (name, pattern) in patterns where text.contains(name) {
                 let mentions = text.contains(pattern)
@@ -44,7 +32,7 @@ struct FaultSeamTests {
 
     @Test("no per-message or per-frame path consults a fault: ConnectionRun only in its init, the read loop never")
     func noFaultOnThePerMessagePath() throws {
-        let engine = try #require(try sources(under: "LoadEngine").first { $0.path.hasSuffix("/ConnectionRun.swift") })
+        let engine = try #require(try SourceTree.files(under: "LoadEngine").first { $0.path.hasSuffix("/ConnectionRun.swift") })
         let text = engine.text
         let body = try #require(text.range(of: "final class ConnectionRun"), "ConnectionRun moved")
         let initializer = try #require(text.range(of: "    init(", range: body.upperBound..<text.endIndex))
@@ -52,7 +40,7 @@ struct FaultSeamTests {
         let outside = String(text[body.upperBound..<initializer.lowerBound]) + String(text[initializerEnd.upperBound...])
         #expect(!outside.contains("faults"), "ConnectionRun consults a fault outside its initializer (once per connection)")
         let perMessageFiles = ["+Reading.swift", "+Sending.swift", "+Heartbeats.swift"]
-        let readSide = try sources(under: "WebSocketIO") + sources(under: "Clients").filter { file in
+        let readSide = try SourceTree.files(under: "WebSocketIO") + SourceTree.files(under: "Clients").filter { file in
             perMessageFiles.contains { file.path.hasSuffix($0) }
         }
         #expect(readSide.count >= 4, "\(readSide.map(\.path))")

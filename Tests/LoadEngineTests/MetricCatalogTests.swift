@@ -8,8 +8,7 @@ import Runtime
 import Testing
 import TestSupport
 
-private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
+private let repositoryRoot = SourceTree.root
 
 /// The report keys of every `metrics` object in a report: the total, each scenario's, each interval's.
 private func metricObjects(_ report: JSONValue) -> [(place: String, metrics: JSONObject)] {

@@ -1,20 +1,14 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The repository's own rules (STYLE.md, issue 12), checked on the source tree so a change that breaks one fails here.
 @Suite("Source rules", .timeLimit(.minutes(1)))
 struct SourceRulesTests {
     /// Every Swift file under Sources, with its lines.
-    static let sources: [(path: String, lines: [Substring])] = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources")
-        let files = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String } ?? []
-        return files.filter { $0.hasSuffix(".swift") }.sorted().compactMap { relative in
-            guard let text = try? String(contentsOfFile: root.appendingPathComponent(relative).path, encoding: .utf8)
-            else { return nil }  // unreadable files are caught by the count check below
-            return ("Sources/" + relative, text.split(separator: "\n", omittingEmptySubsequences: false))
-        }
-    }()
+    static let sources: [(path: String, lines: [Substring])] =
+        // An unreadable tree reads as empty, which the first test below fails on.
+        ((try? SourceTree.files()) ?? []).map { ("Sources/" + $0.path, $0.text.split(separator: "\n", omittingEmptySubsequences: false)) }
 
     @Test("the tree is found and read")
     func treeIsRead() {

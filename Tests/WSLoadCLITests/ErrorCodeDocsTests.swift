@@ -3,14 +3,14 @@ import Foundation
 import Profile
 import Runtime
 import Testing
+import TestSupport
 
 /// The error codes a report counts come from typed enums; docs/REPORT.md must name every one of them.
 @Suite("Error codes in the report docs", .timeLimit(.minutes(1)))
 struct ErrorCodeDocsTests {
     @Test("docs/REPORT.md names every client, engine and transfer error code, and the README every runtime code")
     func documented() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
+        let root = SourceTree.root
         let report = try String(contentsOf: root.appendingPathComponent("docs/REPORT.md"), encoding: .utf8)
         let start = try #require(report.range(of: "`errors`: "))
         let end = try #require(report.range(of: "\n## ", range: start.upperBound..<report.endIndex))

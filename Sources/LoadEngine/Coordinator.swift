@@ -17,6 +17,10 @@ struct Coordinator {
     let seed: UInt64
     /// Applies the chaos timeline's actions; nil when the target is not the embedded server.
     let chaos: (any ChaosController)?
+    /// Where the header and every closed interval are appended as the run goes; nil: no journal.
+    let journal: RunJournal?
+    /// The slice of the profile this process runs, for the journal's header.
+    let shard: Shard?
 
     private var agenda: RunAgenda
     private var fleet: ConnectionFleet
@@ -29,13 +33,15 @@ struct Coordinator {
     /// - Parameter control: the loop the coordinator runs on (its wake-ups are that loop's timers).
     init(profile: Profile, plans: [ScenarioPlan], group: EventLoopGroup, control: EventLoop,
          random: SeededRandomNumberGenerator, shutdown: GracefulShutdown?, onProgress: (@Sendable (RunProgress) -> Void)?,
-         seed: UInt64, chaos: (any ChaosController)?) {
+         seed: UInt64, chaos: (any ChaosController)?, journal: RunJournal? = nil, shard: Shard? = nil) {
         self.profile = profile
         self.control = control
         self.shutdown = shutdown
         self.onProgress = onProgress
         self.seed = seed
         self.chaos = chaos
+        self.journal = journal
+        self.shard = shard
         agenda = RunAgenda(profile: profile)
         fleet = ConnectionFleet(plans: plans, loops: group.loops, random: random, running: RunningConnections(wakeup: wakeup))
         tally = RunTally(scenarioCount: plans.count)
@@ -48,6 +54,7 @@ struct Coordinator {
         let startedAt = Date()
         let clock = LoopClock()
         let start = clock.now
+        journal?.begin(profile: profile, seed: seed, shard: shard, loops: fleet.loops.count, startedAt: startedAt)
         var unfinished = 0
         let wakeup = self.wakeup
         await withTaskGroup(of: Void.self) { watchers in
@@ -78,7 +85,7 @@ struct Coordinator {
         }
         let elapsed = start.duration(to: clock.now)
         _ = await tally.gather(from: fleet)
-        tally.closeInterval(at: elapsed, liveConnections: 0)
+        journalInterval(tally.closeInterval(at: elapsed, liveConnections: 0))
         tally.countUnfinished(unfinished)
         return CoordinatorOutcome(
             startedAt: startedAt, endedAt: startedAt.addingTimeInterval(start.duration(to: clock.now).seconds), elapsed: elapsed,
@@ -114,11 +121,18 @@ struct Coordinator {
         let (recent, live) = await tally.gather(from: fleet)
         let seconds = (elapsed - lastGather).seconds
         lastGather = elapsed
-        if closesInterval { tally.closeInterval(at: elapsed, liveConnections: live) }
+        if closesInterval { journalInterval(tally.closeInterval(at: elapsed, liveConnections: live)) }
         abortedBy = ThresholdEvaluator.firstAbort(profile.thresholds, total: tally.total, scenarios: namedTotals, elapsed: elapsed)
         onProgress?(RunProgress(
             elapsed: elapsed, duration: profile.duration, liveConnections: live, targetConnections: fleet.targetCount,
             recent: recent, recentSeconds: seconds, total: tally.total, isStopping: false))
+    }
+
+    /// Appends a closed interval to the journal (one write and one fsync per interval, never per message).
+    private func journalInterval(_ closed: RunTally.ClosedInterval) {
+        guard let journal else { return }
+        journal.append(closed.interval, scenarios: zip(fleet.plans, closed.scenarios).map { ($0.scenario.name, $1) },
+                       invariants: closed.invariants)
     }
 
     /// How often progress is reported while connections close.

@@ -75,6 +75,9 @@ package struct LoadRun: Sendable {
     /// Where tests bend the run to prove the oracle catches it; empty (every seam honest) in real runs, and
     /// the command line cannot set it.
     package var faults = RunFaults()
+    /// Where the run's header and every closed interval are appended while it goes (`wsload run` journals beside
+    /// its report); nil: no journal.
+    package var journal: RunJournal?
 
     package init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
                 shutdown: GracefulShutdown? = nil, shard: Shard? = nil,
@@ -143,7 +146,7 @@ package struct LoadRun: Sendable {
         }
         var coordinator = Coordinator(
             profile: profile, plans: plans, group: group, control: control, random: random, shutdown: shutdown,
-            onProgress: onProgress, seed: seed, chaos: target.chaos)
+            onProgress: onProgress, seed: seed, chaos: target.chaos, journal: journal, shard: shard)
         var outcome = await withTaskExecutorPreference(control.taskExecutor) { await coordinator.run() }
         _ = control.shutdown()
         let undoFault = await faults.run?.handlesWillBeCounted(on: group.loops)

@@ -9,6 +9,10 @@ struct RunTally {
     private(set) var total = MetricSet()
     private(set) var intervals: [RunResult.Interval] = []
     private var currentInterval = MetricSet()
+    /// The interval in progress per scenario and the invariant checks made during it: what the run journal
+    /// records of each interval besides its run-wide metrics.
+    private var currentScenarioIntervals: [MetricSet]
+    private var currentInvariants = InvariantReport()
     private var intervalStart = Duration.zero
     private(set) var invariants = InvariantReport()
     /// Reconnect attempts and unintended drops per 100 ms, summed over the loops.
@@ -17,13 +21,16 @@ struct RunTally {
 
     init(scenarioCount: Int) {
         scenarioTotals = Array(repeating: MetricSet(), count: scenarioCount)
+        currentScenarioIntervals = scenarioTotals
     }
 
     /// Takes every recorder's snapshot (on its loop) and every ledger's, and adds them in. Returns what was
     /// recorded since the previous gather and the connections live now.
     mutating func gather(from fleet: ConnectionFleet) async -> (recent: MetricSet, live: Int) {
         for (index, ledger) in fleet.ledgers.enumerated() {
-            invariants.add(await onLoop(fleet.loops[index]) { ledger.takeSnapshot() })
+            let snapshot = await onLoop(fleet.loops[index]) { ledger.takeSnapshot() }
+            invariants.add(snapshot)
+            currentInvariants.add(snapshot)
         }
         var recent = MetricSet()
         var live = 0
@@ -31,6 +38,7 @@ struct RunTally {
             for (loopIndex, recorder) in loopRecorders.enumerated() {
                 let snapshot = await onLoop(fleet.loops[loopIndex]) { recorder.takeSnapshot() }
                 Self.add(snapshot.metrics, to: &scenarioTotals[scenarioIndex])
+                Self.add(snapshot.metrics, to: &currentScenarioIntervals[scenarioIndex])
                 Self.add(snapshot.metrics, to: &recent)
                 live += snapshot.liveConnections
                 for (tick, count) in snapshot.reconnectsByTick { reconnectsByTick[tick, default: 0] += count }
@@ -42,11 +50,26 @@ struct RunTally {
         return (recent, live)
     }
 
-    /// Closes the interval in progress at `elapsed`, with the connections live then.
-    mutating func closeInterval(at elapsed: Duration, liveConnections: Int) {
-        intervals.append(.init(start: intervalStart, end: elapsed, liveConnections: liveConnections, metrics: currentInterval))
+    /// Closes the interval in progress at `elapsed`, with the connections live then; returns it with its
+    /// per-scenario metrics and the invariant checks made during it (what the run journal appends).
+    @discardableResult
+    mutating func closeInterval(at elapsed: Duration, liveConnections: Int) -> ClosedInterval {
+        let interval = RunResult.Interval(start: intervalStart, end: elapsed, liveConnections: liveConnections, metrics: currentInterval)
+        intervals.append(interval)
+        let closed = ClosedInterval(interval: interval, scenarios: currentScenarioIntervals, invariants: currentInvariants)
         currentInterval = MetricSet()
+        currentScenarioIntervals = Array(repeating: MetricSet(), count: currentScenarioIntervals.count)
+        currentInvariants = InvariantReport()
         intervalStart = elapsed
+        return closed
+    }
+
+    /// One closed interval as the journal records it.
+    struct ClosedInterval {
+        var interval: RunResult.Interval
+        /// Per scenario, in the plans' order.
+        var scenarios: [MetricSet]
+        var invariants: InvariantReport
     }
 
     /// Counts connections the graceful stop had to cancel.

@@ -130,6 +130,7 @@ package struct LoadedReport: Sendable {
             waitingTasksAfterStop: run["waitingTasksAfterStop"]?.integerValue ?? 0, shard: shard,
             mergedFrom: run["mergedFrom"]?.arrayValue?.compactMap(\.stringValue) ?? [], invariants: invariants,
             chaos: chaos, reconnectStorm: reconnectStorm)
+        if run["incomplete"]?.boolValue == true { result.recoveredFrom = run["recoveredFrom"]?.stringValue ?? "a run journal" }
     }
 }
 

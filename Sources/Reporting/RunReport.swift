@@ -62,6 +62,10 @@ package enum RunReport {
                 "peakDropsPer100ms": JSONValue(storm.peakDropsPer100ms),
             ]
         }
+        if let journal = result.recoveredFrom {
+            run["incomplete"] = .bool(true)
+            run["recoveredFrom"] = .string(journal)
+        }
         if !result.mergedFrom.isEmpty { run["mergedFrom"] = .array(result.mergedFrom.map { .string($0) }) }
         report["run"] = .object(run)
         report["scenarios"] = .array(result.scenarios.map { scenario in

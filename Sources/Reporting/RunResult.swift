@@ -77,6 +77,11 @@ package struct RunResult: Sendable {
     package var chaos: [ChaosRecord] = []
     /// How synchronized reconnects were, when there were any.
     package var reconnectStorm: ReconnectStorm?
+    /// For a report recovered from a run journal (`wsload report --recover`): the journal's file name. Such a
+    /// report is incomplete: it holds the intervals closed before the run died, nothing after.
+    package var recoveredFrom: String?
+    /// Recovered from a journal: its totals cover only the journaled intervals.
+    package var isIncomplete: Bool { recoveredFrom != nil }
 
     /// The one way a result is assembled — by the run's coordinator and by the report reader — so a new field
     /// is a new parameter both must pass. Thresholds are not passed: they are evaluated here, against the

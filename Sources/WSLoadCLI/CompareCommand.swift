@@ -69,6 +69,10 @@ enum CompareCommand: Subcommand {
                 failure.print(to: output)
                 return failure.exitCode
             case .success(let reports):
+                for report in reports where report.result.isIncomplete {
+                    output.printError("warning: \(report.source) is incomplete (recovered from the run journal "
+                        + "\(report.result.recoveredFrom ?? "")): it covers only the intervals closed before its run died")
+                }
                 sides.append(ComparisonSide(label: path, runs: reports.map { report in
                     .init(
                         metrics: report.result.total,

@@ -13,8 +13,8 @@ enum MergeCommand: Subcommand {
 
         Histograms add slot by slot and counters add, so merged percentiles are those of all the samples
         (never averages of percentiles); thresholds are evaluated again on the merged figures. Reports of
-        different profiles (digests), shards of different splits, a shard given twice, or histograms of
-        different layouts are refused. The merged report goes to --out (or stdout).
+        different profiles (digests), shards of different splits, a shard given twice, histograms of
+        different layouts, or an incomplete report (recovered from a run journal) are refused. The merged report goes to --out (or stdout).
 
         USAGE: wsload merge <report.json> <report.json>... [-o <merged.json>]
 
@@ -61,6 +61,13 @@ enum MergeCommand: Subcommand {
                 failure.print(to: output)
                 return failure.exitCode
             }
+        }
+        // A recovered report holds only the intervals closed before its run died: merged, its partial totals
+        // would pass for a whole shard's.
+        if let incomplete = reports.first(where: \.result.isIncomplete) {
+            output.printError("Error: \(incomplete.source): incomplete (recovered from the run journal "
+                + "\(incomplete.result.recoveredFrom ?? "")); merging it would present partial totals as a whole run's")
+            return .invalidInput
         }
         let merged: RunResult
         do {

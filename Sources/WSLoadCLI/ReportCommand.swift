@@ -15,16 +15,32 @@ enum ReportCommand: Subcommand {
         (format 1.3): one line per interval and latency metric, tagged with the metric's name, readable by
         HdrHistogram's own tools.
 
+        --recover reads the journal a run left beside its report (<report>.partial) when it was killed
+        before writing the report, and writes the report of every interval the journal holds, marked
+        incomplete ("run.incomplete": true): its totals are the exact sum of those intervals. A torn last
+        line (the run was killed while writing it) is ignored with a warning; any other bad line is an
+        error naming its line and byte offset (exit 65).
+
         USAGE: wsload report <report.json> [--html <file.html>] [--hlog <file.hlog>]
+               wsload report --recover <report.json.partial> [--out <report.json>]
 
         OPTIONS:
           --html <file>           Write the HTML report.
           --hlog <file>           Write the interval histograms as an HdrHistogram log.
+          --recover <journal>     Write the report of a run journal left by a run that was killed.
+          --out <file>            With --recover: write the report here. (default: the journal's path
+                                  without .partial, which must not exist)
           -h, --help              Show help information.
+
+        EXIT CODES:
+          0 done, 64 usage, 65 not a valid report or journal, 66 unreadable, 74 output not written.
 
         """
 
     static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
+        if arguments.contains(where: { $0 == "--recover" || $0.hasPrefix("--recover=") }) {
+            return recover(arguments: arguments, output: output)
+        }
         guard let path = arguments.first, !path.hasPrefix("--") else {
             output.printError("Error: missing <report.json>. See 'wsload report --help'.")
             return .usage
@@ -51,6 +67,57 @@ enum ReportCommand: Subcommand {
         default: break
         }
         output.writeOutput(RunSummary.text(report.result, colors: output.usesColor))
+        return .success
+    }
+}
+
+extension ReportCommand {
+    /// `wsload report --recover JOURNAL [--out FILE]`: the report of a killed run's journal, marked incomplete.
+    static func recover(arguments: [String], output: CommandOutput) -> ExitCode {
+        let options: Arguments
+        do {
+            options = try Arguments(arguments, valueOptions: ["recover", "out", "hlog", "html"], flagOptions: [])
+        } catch {
+            output.printError("Error: \(error). See 'wsload report --help'.")
+            return .usage
+        }
+        guard let journalPath = options.value("recover"), !journalPath.isEmpty else {
+            output.printError("Error: --recover needs the journal's path. See 'wsload report --help'.")
+            return .usage
+        }
+        let outPath: String
+        if let chosen = options.value("out") {
+            outPath = chosen
+        } else if journalPath.hasSuffix(RunJournal.suffix), journalPath.count > RunJournal.suffix.count {
+            outPath = String(journalPath.dropLast(RunJournal.suffix.count))
+            guard !RunCommand.isPresent(outPath) else {
+                output.printError("Error: \(outPath) exists; name the recovered report with --out.")
+                return .ioError
+            }
+        } else {
+            output.printError("Error: \(journalPath) does not end in \(RunJournal.suffix): name the report with --out.")
+            return .usage
+        }
+        let recovered: JournalRecovery
+        do {
+            recovered = try JournalRecovery(contentsOf: journalPath)
+        } catch {
+            output.printError("Error: \(error)")
+            return error.isUnreadable ? .noInput : .invalidInput
+        }
+        for warning in recovered.warnings { output.printError("warning: \(warning)") }
+        let text = RunReport.json(recovered.result, toolVersion: recovered.toolVersion, commit: recovered.commit).formatted() + "\n"
+        do {
+            try RunReport.writeAtomically(text, to: outPath)
+        } catch {
+            output.printError("Error: cannot write the report to \(outPath): \(error.localizedDescription)")
+            return .ioError
+        }
+        guard writeExports(of: recovered.result, toolVersion: recovered.toolVersion, options: options, output: output) != nil
+        else { return .ioError }
+        output.writeOutput(RunSummary.text(recovered.result, colors: output.usesColor))
+        output.printError("recovered \(recovered.result.intervals.count) intervals from \(journalPath) into \(outPath) "
+            + "(marked incomplete)")
         return .success
     }
 }

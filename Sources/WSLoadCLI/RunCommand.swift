@@ -19,6 +19,12 @@ enum RunCommand: Subcommand {
         (Reports/runs by default) as <name>-<UTC time>.json. The first Ctrl-C stops gracefully and still
         writes the complete report (marked interrupted); a second exits at once.
 
+        While it runs, the header and every closed interval are appended to a journal beside the report
+        (<report>.partial), flushed each interval, and removed once the report is written. If the run is
+        killed (a crash, an OOM kill, SIGKILL, a second Ctrl-C), 'wsload report --recover <report>.partial'
+        writes the report of every interval the journal holds, marked incomplete. An existing journal at
+        that path is never replaced: recover it or remove it first.
+
         --target, --duration, --seed and --loops replace the profile's own values before it is validated, so
         the profile that runs is checked as a whole (a chaos timeline needs the embedded target; its events
         must fall within the duration) and the report embeds it as it ran.
@@ -46,7 +52,8 @@ enum RunCommand: Subcommand {
         EXIT CODES:
           0 passed, 1 could not run (or no connection ever opened), 3 thresholds failed, 4 invariants violated,
           64 usage, 65 invalid profile,
-          66 profile unreadable, 74 report not written, 130 interrupted (report written).
+          66 profile unreadable, 74 report not written (or a journal already at its path), 130 interrupted
+          (report written).
 
         """
 
@@ -84,6 +91,20 @@ enum RunCommand: Subcommand {
         let isQuiet = options.has("quiet")
         let display = ProgressDisplay(output: output, isTerminal: output.isErrorTerminal, isQuiet: isQuiet)
 
+        let outPath = options.value("out")
+        let reportDirectory = options.value("report-dir") ?? profile.report.directory
+        let slice = shard
+        let pathOfReport: @Sendable (Date) -> String = { startedAt in
+            outPath ?? Self.reportPath(in: reportDirectory, profileName: profile.name, startedAt: startedAt, shard: slice)
+        }
+        // A journal left by an earlier run that died is the only record of it: never replace it.
+        if let outPath, Self.isPresent(RunJournal.path(forReport: outPath)) {
+            output.printError("Error: \(RunJournal.path(forReport: outPath)) exists: the journal of an earlier run that did not "
+                + "finish. Recover it with 'wsload report --recover \(RunJournal.path(forReport: outPath))', or remove it.")
+            return .ioError
+        }
+        let journal = RunJournal(toolVersion: WSLoad.version, commit: RunReport.gitCommit(), reportPath: pathOfReport)
+
         let signalLoop: EventLoop
         do {
             signalLoop = try EventLoop(index: 0)
@@ -95,7 +116,9 @@ enum RunCommand: Subcommand {
         let outcome: Result<RunResult, any Error>
         do {
             let result = try await withShutdownSignals(on: signalLoop) { shutdown in
-                try await RunHost(LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0) })).run()
+                var run = LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0) })
+                run.journal = journal
+                return try await RunHost(run).run()
             }
             outcome = .success(result)
         } catch {
@@ -105,6 +128,7 @@ enum RunCommand: Subcommand {
         let result: RunResult
         switch outcome {
         case .failure(let error):
+            journal.close()  // whatever it holds stays recoverable
             let exit = exitCode(forFailedRun: error)
             output.printError(exit == .internalError
                 ? "Internal error (a bug in wsload; please report it): \(error)" : "Error: \(error)")
@@ -115,14 +139,19 @@ enum RunCommand: Subcommand {
 
         let report = RunReport.json(result, toolVersion: WSLoad.version, commit: RunReport.gitCommit())
         let text = report.formatted() + "\n"
-        var fileName = RunReport.fileName(for: result)
-        if let shard { fileName = fileName.replacingOccurrences(of: ".json", with: "-shard\(shard.index + 1)of\(shard.count).json") }
-        let reportPath = options.value("out") ?? ((options.value("report-dir") ?? profile.report.directory) + "/" + fileName)
+        let reportPath = pathOfReport(result.startedAt)
+        if let problem = journal.problem { output.printError("warning: run journal: \(problem)") }
         var exit = ExitCode.success
         do {
             try RunReport.writeAtomically(text, to: reportPath)
+            journal.remove()
         } catch {
             output.printError("Error: cannot write the report to \(reportPath): \(error.localizedDescription)")
+            journal.close()
+            if let kept = journal.path, journal.intervalCount > 0 {
+                output.printError("the run journal \(kept) holds \(journal.intervalCount) intervals: "
+                    + "'wsload report --recover \(kept) --out <file>' writes them as a report")
+            }
             exit = .ioError
         }
         if options.has("json") {
@@ -148,6 +177,23 @@ enum RunCommand: Subcommand {
 }
 
 extension RunCommand {
+    /// Whether anything (a file, a directory, a symlink, even a dangling one) is at `path`.
+    static func isPresent(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0
+    }
+
+    /// Where the report goes in `directory`: `<name>-<UTC start time>.json`, with `-shard<i>of<n>` for a slice. The
+    /// journal of the run is this path + `.partial`, so the name is computed once, from the run's start.
+    static func reportPath(in directory: String, profileName: String, startedAt: Date, shard: Shard?) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let slice = shard.map { "-shard\($0.index + 1)of\($0.count)" } ?? ""
+        return directory + "/" + profileName + "-" + formatter.string(from: startedAt) + slice + ".json"
+    }
+
     /// A run that could not start or finish fails with 1 when the cause is documented — the run's own refusals
     /// (``LoadRunError``: a missing token, too few files, the embedded server) and the runtime's (``RuntimeError``) —
     /// and with 70 for anything else, which only a bug in wsload can throw.

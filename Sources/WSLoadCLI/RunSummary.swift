@@ -10,6 +10,10 @@ enum RunSummary {
         var status = "completed"
         if let signal = result.interruptedBy { status = "interrupted by \(signal)" }
         if let threshold = result.abortedBy { status = "aborted: \(threshold) failed" }
+        if let journal = result.recoveredFrom {
+            status = "INCOMPLETE (recovered from the run journal \(journal): the \(result.intervals.count) intervals "
+                + "closed before the run died)"
+        }
         lines.append("wsload run \(result.profile.name): \(status) after \(formatDuration(result.elapsed)) "
             + "(seed \(result.seed), \(result.loops) loops)")
         for scenario in result.scenarios {

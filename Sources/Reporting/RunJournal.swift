@@ -1,0 +1,187 @@
+import Crypto
+import Foundation
+import JSON
+import Profile
+import Synchronization
+
+/// The run journal (`wsload.journal/1`, docs/REPORT.md "The run journal"): while a run goes, its header and every
+/// closed interval are appended to `<report path>.partial`, one JSON record per line, each written with one
+/// write(2) and fsync'd, so a run killed at any moment leaves every interval it had closed on disk. A completed run
+/// writes its report and then removes the journal (``remove()``); `wsload report --recover` turns a journal left
+/// behind into a report marked incomplete (``JournalRecovery``).
+///
+/// The journal is created with `O_CREAT | O_EXCL | O_NOFOLLOW`: it never replaces a file, never follows a symlink,
+/// and sits only where the report would be written. A journal that cannot be written never stops the run: the
+/// first problem is kept (``problem``) and journaling stops.
+package final class RunJournal: Sendable {
+    /// The `schema` of the header record.
+    package static let schema = "wsload.journal/1"
+    /// What is appended to the report's path to name its journal.
+    package static let suffix = ".partial"
+    /// The largest journal written or read: like a report's cap (a 2-hour run at 5-second intervals journals a
+    /// few tens of MB).
+    package static let maximumSize = LoadedReport.maximumSize
+
+    private struct State {
+        var descriptor: Int32 = -1
+        var path: String?
+        var problem: String?
+        var intervalCount = 0
+        var size = 0
+        var isClosed = false
+    }
+
+    private let state = Mutex(State())
+    private let toolVersion: String
+    private let commit: String?
+    private let reportPath: @Sendable (Date) -> String
+
+    /// - Parameter reportPath: where the run's report will be written, given the run's start time (the default
+    ///   report name holds it); the journal is that path + ``suffix``.
+    package init(toolVersion: String, commit: String?, reportPath: @escaping @Sendable (Date) -> String) {
+        self.toolVersion = toolVersion
+        self.commit = commit
+        self.reportPath = reportPath
+    }
+
+    /// The journal's path once ``begin(profile:seed:shard:loops:startedAt:)`` created it.
+    package var path: String? { state.withLock { $0.path } }
+    /// The first thing that went wrong (the journal then stopped); nil while every record was written.
+    package var problem: String? { state.withLock { $0.problem } }
+    /// The intervals journaled so far.
+    package var intervalCount: Int { state.withLock { $0.intervalCount } }
+
+    /// The journal path of the report at `reportPath`.
+    package static func path(forReport reportPath: String) -> String { reportPath + suffix }
+
+    /// Creates the journal beside the report and writes the run's header record.
+    package func begin(profile: Profile, seed: UInt64, shard: Shard?, loops: Int, startedAt: Date) {
+        let report = reportPath(startedAt)
+        let path = Self.path(forReport: report)
+        let header = Self.headerRecord(
+            profile: profile, seed: seed, shard: shard, loops: loops, startedAt: startedAt, report: report,
+            toolVersion: toolVersion, commit: commit)
+        state.withLock { state in
+            guard state.descriptor < 0, !state.isClosed else { return }
+            do {
+                try FileManager.default.createDirectory(
+                    at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+            } catch {
+                state.problem = "cannot create the directory of \(path): \(error.localizedDescription)"
+                return
+            }
+            let descriptor = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0o644)
+            guard descriptor >= 0 else {
+                state.problem = "cannot create \(path): \(String(cString: strerror(errno)))"
+                return
+            }
+            state.descriptor = descriptor
+            state.path = path
+            Self.write(header, into: &state)
+        }
+    }
+
+    /// Appends one closed interval: its span, the connections live at its end, its metrics (run-wide and per
+    /// scenario, histograms lossless) and the invariant checks made during it.
+    package func append(_ interval: RunResult.Interval, scenarios: [(name: String, metrics: MetricSet)], invariants: InvariantReport) {
+        state.withLock { state in
+            guard state.descriptor >= 0 else { return }
+            let record = Self.intervalRecord(interval, index: state.intervalCount, scenarios: scenarios, invariants: invariants)
+            if Self.write(record, into: &state) { state.intervalCount += 1 }
+        }
+    }
+
+    /// Closes the journal and keeps it (the report could not be written: the journal is all there is).
+    package func close() {
+        state.withLock { state in
+            if state.descriptor >= 0 { _ = Glibc.close(state.descriptor) }
+            state.descriptor = -1
+            state.isClosed = true
+        }
+    }
+
+    /// Closes and removes the journal: call once the run's report is in place.
+    package func remove() {
+        state.withLock { state in
+            if state.descriptor >= 0 { _ = Glibc.close(state.descriptor) }
+            state.descriptor = -1
+            state.isClosed = true
+            if let path = state.path { _ = unlink(path) }
+        }
+    }
+
+    /// Writes one record as one line with one write(2) (a kill mid-write leaves a torn last line, which recovery
+    /// ignores), then fsyncs. On failure keeps the problem and stops journaling. Returns whether it was written.
+    @discardableResult
+    private static func write(_ record: JSONValue, into state: inout State) -> Bool {
+        let bytes = Array((record.formatted(pretty: false) + "\n").utf8)
+        let (newSize, overflow) = state.size.addingReportingOverflow(bytes.count)
+        guard !overflow, newSize <= maximumSize else {
+            stop(&state, "the journal reached its cap of \(maximumSize >> 20) MiB; later intervals are not journaled")
+            return false
+        }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                Glibc.write(state.descriptor, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                stop(&state, "cannot write \(state.path ?? "the journal"): \(String(cString: strerror(errno)))")
+                return false
+            }
+            written += result
+        }
+        state.size = newSize
+        guard fsync(state.descriptor) == 0 else {
+            stop(&state, "cannot flush \(state.path ?? "the journal"): \(String(cString: strerror(errno)))")
+            return false
+        }
+        return true
+    }
+
+    private static func stop(_ state: inout State, _ problem: String) {
+        if state.problem == nil { state.problem = problem }
+        _ = Glibc.close(state.descriptor)
+        state.descriptor = -1
+    }
+
+    /// The first line: everything a report holds that is not an interval's.
+    static func headerRecord(profile: Profile, seed: UInt64, shard: Shard?, loops: Int, startedAt: Date, report: String,
+                             toolVersion: String, commit: String?) -> JSONValue {
+        let document = RunReport.sanitizedProfile(profile.document)
+        let digest = Crypto.hex(Crypto.sha256(Array(document.formatted(pretty: false).utf8)))
+        var run: JSONObject = [
+            "start": .string(RunReport.timestamp(startedAt)), "plannedSeconds": .number(profile.duration.seconds),
+            "seed": .string(String(seed)), "loops": JSONValue(loops),
+        ]
+        if let shard { run["shard"] = .string(shard.description) }
+        return [
+            "record": "header", "schema": .string(schema),
+            "tool": ["name": "wsload", "version": .string(toolVersion), "commit": JSONValue(commit)],
+            "report": ["file": .string(URL(fileURLWithPath: report).lastPathComponent),
+                       "intervalSeconds": .number(profile.report.interval.seconds)],
+            "profile": ["name": .string(profile.name), "digest": .string("sha256:" + digest), "document": document],
+            "run": .object(run),
+            "scenarios": .array(profile.scenarios.map {
+                ["name": .string($0.name), "connections": JSONValue($0.websocket.connections)]
+            }),
+        ]
+    }
+
+    /// One line per closed interval.
+    static func intervalRecord(_ interval: RunResult.Interval, index: Int, scenarios: [(name: String, metrics: MetricSet)],
+                               invariants: InvariantReport) -> JSONValue {
+        let span = (interval.end - interval.start).seconds
+        return [
+            "record": "interval", "index": JSONValue(index),
+            "start": .number(RunReport.roundedSeconds(interval.start)), "end": .number(RunReport.roundedSeconds(interval.end)),
+            "connections": JSONValue(interval.liveConnections),
+            "metrics": interval.metrics.json(seconds: span, operations: interval.metrics.operations),
+            "scenarios": .array(scenarios.map {
+                ["name": .string($0.name), "metrics": $0.metrics.json(seconds: span, operations: $0.metrics.operations)]
+            }),
+            "invariants": invariants.json(),
+        ]
+    }
+}

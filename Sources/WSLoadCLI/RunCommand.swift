@@ -147,7 +147,9 @@ enum RunCommand: Subcommand {
             journal.remove()
         } catch {
             output.printError("Error: cannot write the report to \(reportPath): \(error.localizedDescription)")
-            journal.close()
+            // The journal is then the only record of the run: kept if it holds an interval (a header alone, or one
+            // the same full disk cut short, recovers nothing).
+            if journal.intervalCount > 0 { journal.close() } else { journal.remove() }
             if let kept = journal.path, journal.intervalCount > 0 {
                 output.printError("the run journal \(kept) holds \(journal.intervalCount) intervals: "
                     + "'wsload report --recover \(kept) --out <file>' writes them as a report")

@@ -133,7 +133,9 @@ struct RunReportWriteTests {
         let code = await WSLoad.main(arguments: ["run", profile, "--out", scratch.path("out/taken"), "--quiet"], output: captured.commandOutput)
         #expect(code == .ioError)
         #expect(captured.error.contains("Error: cannot write the report to \(scratch.path("out/taken"))"), "\(captured.error)")
-        #expect(try scratch.files(in: "out") == ["taken"])
+        // The run journal beside it is kept: the only record of the run, recoverable with `report --recover`.
+        #expect(try scratch.files(in: "out") == ["taken", "taken.partial"])
+        #expect(captured.error.contains("report --recover \(scratch.path("out/taken.partial"))"), "\(captured.error)")
         #expect(try scratch.files(in: "out/taken").isEmpty)
     }
 

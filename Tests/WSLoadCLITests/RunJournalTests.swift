@@ -64,20 +64,15 @@ struct RunJournalTests {
         #expect(summary.output.contains("INCOMPLETE"), "\(summary.output)")
     }
 
-    @Test("a completed run writes its report and removes the journal; the journal sat beside the report meanwhile")
+    @Test("a completed run (--report-dir) writes its report and removes the journal")
     func completedRunRemovesJournal() async throws {
         let scratch = try RunScratch()
         let profile = try scratch.write("p.json", echoProfile(duration: "2s", connections: 2)
             .replacingOccurrences(of: #""thresholds""#, with: #""report": {"interval": "200ms"}, "thresholds""#))
         let child = try WSLoadProcess(["run", profile, "--report-dir", scratch.path("reports"), "--quiet"])
-        var sawJournal = false
-        try await child.wait(for: "the run to end", within: .seconds(90)) {
-            let files = (try? scratch.files(in: "reports", ifPresent: true)) ?? []  // not yet created: no files
-            if files.contains(where: { $0.hasSuffix(".json.partial") }) { sawJournal = true }
-            return !child.isRunning
-        }
-        #expect(try await child.waitForExit() == 0, "\(child.errors)")
-        #expect(sawJournal, "the journal existed while the run went")
+        // (That the journal exists while a run goes is the SIGKILL test's: polling for it here was at the mercy of
+        // a busy box's scheduling.)
+        #expect(try await child.waitForExit(within: .seconds(90)) == 0, "\(child.errors)")
         let files = try scratch.files(in: "reports")
         #expect(files.count == 1 && files[0].hasSuffix(".json") && !files[0].contains("partial"), "\(files)")
     }

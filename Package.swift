@@ -78,3 +78,35 @@ let package = Package(
         .testTarget(name: "WebSocketIOTests", dependencies: ["WebSocketIO", "WebSocket", "Runtime", "TestSupport"]),
     ]
 )
+
+// libFuzzer targets (Fuzz/README.md), declared only when WSLOAD_FUZZ=1 so a normal build and test never
+// see them. scripts/fuzz.sh builds them with -sanitize=fuzzer,address in its own scratch path
+// (.build/fuzz). Each calls LLVMFuzzerRunDriver from its own main (SwiftPM points `main` at the
+// executable's entry point; lld lets that win over libFuzzer's main).
+if Context.environment["WSLOAD_FUZZ"] == "1" {
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("WebSocketFrames", ["WebSocket"]),
+        ("WebSocketConnection", ["WebSocket"]),
+        ("PerMessageDeflate", ["WebSocket"]),
+        ("Handshake", ["HTTP1", "WebSocket"]),
+        ("HTTPHead", ["HTTP1"]),
+        ("HTTPBody", ["HTTP1"]),
+        ("HTTPFields", ["HTTP1"]),
+        ("JSON", ["JSON"]),
+        ("Profile", ["Profile"]),
+        ("Histogram", ["Crypto", "Histogram"]),
+        ("Report", ["JSON", "Reporting"]),
+        ("ResumeData", ["Clients"]),
+        ("SessionJournal", ["Clients", "Runtime"]),
+    ]
+    package.targets += [
+        .systemLibrary(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "Fuzz/Support"),
+    ]
+    package.targets += fuzzTargets.map { target in
+        .executableTarget(
+            name: "Fuzz\(target.name)", dependencies: ["FuzzSupport"] + target.dependencies, path: "Fuzz/Targets/\(target.name)",
+            linkerSettings: [.unsafeFlags(["-use-ld=lld"])]
+        )
+    }
+}

@@ -61,6 +61,45 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, ExpressibleByDictionary
     }
 }
 
+/// Why a header name or value would not go on the wire as given.
+public struct HTTPFieldError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+extension HTTPHeaders {
+    /// Checks a field wsload is asked to send (profile `headers`, `--header`, an auth header's name): the name an RFC 9110
+    /// §5.6.2 token, the value without CR, LF, NUL or any other control character but horizontal tab (§5.5), so nothing
+    /// can start a header of its own. The error names the field as written (made printable), never the value.
+    public static func validate(name: String, value: String) throws(HTTPFieldError) {
+        try validate(name: name)
+        if let bad = value.utf8.firstIndex(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
+            let byte = value.utf8[bad]
+            let offset = value.utf8.distance(from: value.utf8.startIndex, to: bad)
+            let what = byte == 0x0D ? "CR" : byte == 0x0A ? "LF" : byte == 0 ? "NUL" : TerminalText.printable(String(UnicodeScalar(byte)))
+            throw HTTPFieldError(description: "the value of \(TerminalText.printable(name, limit: 80)) holds \(what) at byte \(offset); "
+                + "header values cannot contain CR, LF, NUL or other control characters")
+        }
+    }
+
+    /// Checks that `name` is an RFC 9110 §5.6.2 token (`!#$%&'*+-.^_`|~`, digits, letters), not empty.
+    public static func validate(name: String) throws(HTTPFieldError) {
+        guard !name.isEmpty else { throw HTTPFieldError(description: "a header name cannot be empty") }
+        if let bad = name.utf8.firstIndex(where: { !isTokenByte($0) }) {
+            let offset = name.utf8.distance(from: name.utf8.startIndex, to: bad)
+            throw HTTPFieldError(description: "\"\(TerminalText.printable(name, limit: 80))\" is not a valid header name "
+                + "(byte \(offset) is not a token character; RFC 9110 §5.6.2)")
+        }
+    }
+
+    /// RFC 9110 §5.6.2 `tchar`.
+    public static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+}
+
 extension StringProtocol {
     /// Trims spaces and horizontal tabs (HTTP's optional whitespace), not other characters.
     func trimmingOWS() -> String {

@@ -19,29 +19,29 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         self.target = target
     }
 
-    /// Parses `http[s]://host[:port][/path][?query][#fragment]`; the fragment is dropped, user info refused.
+    /// Parses `http[s]://host[:port][/path][?query][#fragment]` strictly (``URLSyntax``): the fragment is dropped,
+    /// user info, control characters, spaces and characters outside RFC 3986 are refused, non-ASCII in the path and
+    /// query is percent-encoded as UTF-8, and dot segments are removed (RFC 3986 §5.2.2).
     public init(_ text: String) throws(ParseError) {
-        let lowered = text.lowercased()
         var rest: Substring
-        if lowered.hasPrefix("http://") {
+        switch URLSyntax.scheme(of: text, among: ["http", "https"]) {
+        case (0, let after)?:
             isSecure = false
-            rest = text.dropFirst(7)
-        } else if lowered.hasPrefix("https://") {
+            rest = after
+        case (_, let after)?:
             isSecure = true
-            rest = text.dropFirst(8)
-        } else {
-            throw ParseError(description: "\"\(text.prefix(200))\" is not an http:// or https:// URL")
+            rest = after
+        case nil:
+            throw ParseError(description: "\(URLSyntax.quoted(text)) is not an http:// or https:// URL")
         }
-        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
-        guard !rest.contains(where: { $0 == " " || $0 == "\r" || $0 == "\n" || $0 == "\t" }) else {
-            throw ParseError(description: "\"\(text.prefix(200))\": whitespace in the URL")
-        }
+        if let hash = rest.utf8.firstIndex(of: UInt8(ascii: "#")) { rest = rest[..<hash] }
         do {
-            (host, port, target) = try splitAuthorityAndTarget(rest, of: String(text.prefix(200)), defaultPort: isSecure ? 443 : 80,
-                                                               userInfoHint: "")
+            (host, port, target) = try URLSyntax.split(rest, of: text, base: isSecure ? 8 : 7, defaultPort: isSecure ? 443 : 80,
+                                                       userInfoHint: "")
         } catch {
             throw ParseError(description: error.description)
         }
+        target = Self.removingDotSegments(target)
     }
 
     /// `Host` header value: the port only when it is not the scheme's default.
@@ -59,29 +59,46 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         return String(last)
     }
 
-    /// Resolves a `Location` value against this URL (RFC 3986 §5.2, for the forms servers send:
-    /// absolute, scheme-relative, absolute-path and relative-path references).
+    /// Resolves a `Location` value against this URL (RFC 3986 §5.2, strict: a reference with a scheme is absolute).
+    /// The reference is checked as strictly as a URL (``URLSyntax``): a space or control character in it is refused,
+    /// never written into the next request line.
     public func resolving(_ reference: String) throws(ParseError) -> HTTPURL {
-        let reference = reference.trimmingOWS()
-        let lowered = reference.lowercased()
-        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") { return try HTTPURL(reference) }
+        var reference = Substring(reference.trimmingOWS())
+        if let hash = reference.utf8.firstIndex(of: UInt8(ascii: "#")) { reference = reference[..<hash] }
+        let firstDelimiter = reference.utf8.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? reference.endIndex
+        if let colon = reference[..<firstDelimiter].utf8.firstIndex(of: UInt8(ascii: ":")),
+           Self.isScheme(reference[..<colon]) {
+            let scheme = reference[..<colon].lowercased()
+            guard scheme == "http" || scheme == "https" else {
+                throw ParseError(description: "redirect to \(URLSyntax.quoted(String(reference))) leaves http(s)")
+            }
+            return try HTTPURL(String(reference))
+        }
         if reference.hasPrefix("//") { return try HTTPURL((isSecure ? "https:" : "http:") + reference) }
-        if reference.contains("://") { throw ParseError(description: "redirect to \"\(reference.prefix(200))\" leaves http(s)") }
+        if reference.isEmpty { return self }
+        let checked: String
+        do {
+            checked = try URLSyntax.requestTarget(String(reference))
+        } catch {
+            throw ParseError(description: "redirect to " + error.description)
+        }
+        let basePath = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "/"
         var copy = self
-        let withoutFragment = reference.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        if withoutFragment.hasPrefix("/") {
-            copy.target = Self.removingDotSegments(withoutFragment)
-        } else if withoutFragment.hasPrefix("?") {
-            copy.target = (target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "/")
-                + withoutFragment
-        } else if withoutFragment.isEmpty {
-            return self
+        if checked.hasPrefix("/") && !reference.hasPrefix("?") {
+            copy.target = Self.removingDotSegments(checked)
+        } else if reference.hasPrefix("?") {
+            copy.target = basePath + checked.dropFirst()  // requestTarget gave "?…" the "/" path: the base path replaces it
         } else {
-            let basePath = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "/"
             let directory = basePath.lastIndex(of: "/").map { String(basePath[...$0]) } ?? "/"
-            copy.target = Self.removingDotSegments(directory + withoutFragment)
+            copy.target = Self.removingDotSegments(directory + checked)
         }
         return copy
+    }
+
+    /// RFC 3986 §3.1 `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
+    static func isScheme(_ text: Substring) -> Bool {
+        guard let first = text.utf8.first, (first | 0x20) >= 0x61 && (first | 0x20) <= 0x7A else { return false }
+        return text.utf8.allSatisfy { URLSyntax.isUnreserved($0) && $0 != UInt8(ascii: "_") && $0 != UInt8(ascii: "~") || $0 == UInt8(ascii: "+") }
     }
 
     /// RFC 3986 §5.2.4 on the path part; the query is kept as is.
@@ -103,45 +120,4 @@ public struct HTTPURL: Sendable, Hashable, CustomStringConvertible {
         let path = "/" + output.joined(separator: "/")
         return parts.count > 1 ? path + "?" + parts[1] : path
     }
-}
-
-/// Why a URL's authority or target does not parse.
-public struct URLSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var description: String
-}
-
-/// Splits what follows `scheme://` into host (IPv6 without brackets), port (or `defaultPort`) and target
-/// (path and query; `/` when empty). Shared by ``HTTPURL`` and the WebSocket URL. User info is refused.
-public func splitAuthorityAndTarget(
-    _ rest: Substring, of text: String, defaultPort: Int, userInfoHint: String
-) throws(URLSyntaxError) -> (host: String, port: Int, target: String) {
-    let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-    let authority = rest[..<authorityEnd]
-    var path = String(rest[authorityEnd...])
-    if path.hasPrefix("?") { path = "/" + path }
-    if authority.contains("@") { throw URLSyntaxError(description: "\"\(text)\": user info in the URL is not supported\(userInfoHint)") }
-    var hostPart = Substring(authority)
-    var portText: Substring?
-    if hostPart.hasPrefix("[") {
-        guard let close = hostPart.firstIndex(of: "]") else { throw URLSyntaxError(description: "\"\(text)\": unclosed [ in host") }
-        let after = hostPart[hostPart.index(after: close)...]
-        if after.hasPrefix(":") {
-            portText = after.dropFirst()
-        } else if !after.isEmpty {
-            throw URLSyntaxError(description: "\"\(text)\": unexpected \"\(after)\" after the host")
-        }
-        hostPart = hostPart[hostPart.index(after: hostPart.startIndex)..<close]
-    } else if let colon = hostPart.lastIndex(of: ":") {
-        portText = hostPart[hostPart.index(after: colon)...]
-        hostPart = hostPart[..<colon]
-    }
-    guard !hostPart.isEmpty else { throw URLSyntaxError(description: "\"\(text)\" has no host") }
-    var port = defaultPort
-    if let portText {
-        guard let number = Int(portText), (1...65535).contains(number) else {
-            throw URLSyntaxError(description: "\"\(text)\": port \"\(portText)\" is not 1–65535")
-        }
-        port = number
-    }
-    return (String(hostPart), port, path.isEmpty ? "/" : path)
 }

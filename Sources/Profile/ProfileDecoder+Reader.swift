@@ -1,3 +1,4 @@
+import HTTP1
 import JSON
 
 /// Walks a profile document, collecting problems instead of stopping at the first. The readers of each part
@@ -48,6 +49,36 @@ struct ProfileReader {
             return nil
         }
         return text
+    }
+
+    /// A request path (a scenario's or a transfer's `path`): starts with `/`, checked and percent-encoded as a URL's
+    /// path and query are (``URLSyntax``), so what runs is what a URL would have sent.
+    mutating func requestPath(_ value: JSONValue?, _ path: String) -> String? {
+        guard let text = string(value, path) else { return nil }
+        guard text.hasPrefix("/") else {
+            problem(path, "\(URLSyntax.quoted(text)) is not a request path", hint: "it starts with /")
+            return nil
+        }
+        do {
+            return try URLSyntax.requestTarget(text)
+        } catch {
+            problem(path, error.description)
+            return nil
+        }
+    }
+
+    /// A scenario's name, which names files (transfer directories, reports' rows): no `/` or `\\`, no `..`, no
+    /// control characters, at most 200 bytes.
+    mutating func scenarioName(_ value: JSONValue?, _ path: String) -> String? {
+        guard let name = string(value, path) else { return nil }
+        let isUnsafe = name.utf8.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") }
+            || name.contains("..") || !TerminalText.isPrintable(name) || name.utf8.count > 200
+        guard !isUnsafe else {
+            problem(path, "\"\(TerminalText.printable(name, limit: 80))\" cannot name files",
+                    hint: "no '/', '\\', '..' or control characters, at most 200 bytes")
+            return nil
+        }
+        return name
     }
 
     mutating func bool(_ value: JSONValue?, _ path: String) -> Bool? {
@@ -135,9 +166,4 @@ struct ProfileReader {
 }
 
 /// RFC 9110 token characters (header names, subprotocols).
-func isTokenByte(_ byte: UInt8) -> Bool {
-    switch byte {
-    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-    default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
-    }
-}
+func isTokenByte(_ byte: UInt8) -> Bool { HTTPHeaders.isTokenByte(byte) }

@@ -6,7 +6,7 @@ extension ProfileReader {
     mutating func scenario(_ value: JSONValue, _ path: String) -> Scenario? {
         guard let object = object(value, path, kind: "scenario") else { return nil }
         let problemsBefore = problems.count
-        let name = required(object, "name", path).flatMap { string($0, Self.join(path, "name")) }
+        let name = required(object, "name", path).flatMap { scenarioName($0, Self.join(path, "name")) }
         let kind = choice(object["kind"], Self.join(path, "kind"), as: Scenario.Kind.self) ?? .websocket
         let startAfter = duration(object["startAfter"], Self.join(path, "startAfter")) ?? .zero
         if kind != .websocket {
@@ -19,13 +19,7 @@ extension ProfileReader {
             choice($0, Self.join(path, "pattern"), as: WebSocketScenario.Pattern.self)
         }
         var websocket = WebSocketScenario(pattern: pattern ?? .echo, connections: 0)
-        if let text = string(object["path"], Self.join(path, "path")) {
-            if text.hasPrefix("/") && !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) {
-                websocket.path = text
-            } else {
-                problem(Self.join(path, "path"), "\"\(text)\" is not a request path", hint: "it starts with / and has no spaces")
-            }
-        }
+        if let requestPath = requestPath(object["path"], Self.join(path, "path")) { websocket.path = requestPath }
         concurrency(object, path, into: &websocket)
         websocket.pingInterval = duration(object["pingInterval"], Self.join(path, "pingInterval"), minimum: .milliseconds(10))
         if let timeout = duration(object["pingTimeout"], Self.join(path, "pingTimeout"), minimum: .milliseconds(10)) {

@@ -1,3 +1,4 @@
+import HTTP1
 import JSON
 import WebSocket
 
@@ -105,9 +106,11 @@ extension ProfileReader {
                         "sec-websocket-extensions", "sec-websocket-protocol", "content-length", "transfer-encoding"]
         var headers: [(name: String, value: String)] = []
         for (name, element) in object.members {
-            let path = "headers." + name
-            guard !name.isEmpty, name.utf8.allSatisfy(isTokenByte) else {
-                problem(path, "\"\(name)\" is not a valid header name")
+            let path = "headers." + TerminalText.printable(name, limit: 80)
+            do {
+                try HTTPHeaders.validate(name: name)
+            } catch {
+                problem(path, error.description)
                 continue
             }
             if reserved.contains(name.lowercased()) {
@@ -121,8 +124,10 @@ extension ProfileReader {
                 continue
             }
             guard let text = string(element, path, nonEmpty: false) else { continue }
-            guard !text.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
-                problem(path, "header values cannot contain CR, LF or NUL")
+            do {
+                try HTTPHeaders.validate(name: name, value: text)
+            } catch {
+                problem(path, error.description)
                 continue
             }
             headers.append((name, text))
@@ -157,8 +162,15 @@ extension ProfileReader {
             placement = .bearer
         case .header?, .query?:
             if let name {
-                if kind == .header && !name.utf8.allSatisfy(isTokenByte) {
-                    problem("auth.name", "\"\(name)\" is not a valid header name")
+                if kind == .header {
+                    do {
+                        try HTTPHeaders.validate(name: name)
+                    } catch {
+                        problem("auth.name", error.description)
+                    }
+                } else if !name.utf8.allSatisfy(URLSyntax.isQueryNameByte) {
+                    problem("auth.name", "\"\(TerminalText.printable(name, limit: 80))\" is not a plain query parameter name",
+                            hint: "letters, digits, '-', '.', '_' and '~': it goes into the URL as written")
                 }
                 placement = kind == .header ? .header(name: name) : .query(name: name)
             } else {

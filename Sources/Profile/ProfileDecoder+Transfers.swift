@@ -19,16 +19,14 @@ extension ProfileReader {
         var transfer = TransferScenario()
         if let body = required(object, "transfer", path).flatMap({ self.object($0, transferPath, kind: "transfer") }) {
             if let url = string(body["url"], Self.join(transferPath, "url")) {
-                // Only whether it parses matters: the problem names the URL, and the run parses it again.
-                if (try? HTTPURL(url)) != nil { transfer.url = url } else {
-                    problem(Self.join(transferPath, "url"), "\"\(url)\" is not an http:// or https:// URL")
+                // The run parses it again: what it parses is this URL as checked (non-ASCII percent-encoded).
+                do {
+                    transfer.url = try HTTPURL(url).description
+                } catch {
+                    problem(Self.join(transferPath, "url"), error.description)
                 }
             }
-            if let text = string(body["path"], Self.join(transferPath, "path")) {
-                if text.hasPrefix("/") && !text.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) { transfer.path = text } else {
-                    problem(Self.join(transferPath, "path"), "\"\(text)\" is not a request path", hint: "it starts with / and has no spaces")
-                }
-            }
+            if let requestPath = requestPath(body["path"], Self.join(transferPath, "path")) { transfer.path = requestPath }
             transfer.size = byteSize(body["size"], Self.join(transferPath, "size"))
             transfer.file = string(body["file"], Self.join(transferPath, "file"))
             transfer.segments = integer(body["segments"], Self.join(transferPath, "segments"), in: 1...1024) ?? 1

@@ -1,3 +1,4 @@
+import HTTP1
 import LoadEngine
 import Profile
 import Reporting
@@ -98,6 +99,23 @@ struct Arguments {
 }
 
 extension Arguments {
+    /// A `--header "Name: value"` argument split and checked (``HTTPHeaders/validate(name:value:)``): the name a
+    /// token, the value free of CR, LF, NUL and other control characters. Spaces around the name and before the value
+    /// are dropped. The error never repeats the argument: a header is where a credential would be.
+    static func header(_ text: String, option: String = "--header") throws(UsageError) -> (name: String, value: String) {
+        guard let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")) else {
+            throw UsageError("\(option): an argument without \":\"; give \"Name: value\"")
+        }
+        let name = text[..<colon].trimmingHeaderSpaces()
+        let value = String(text[text.utf8.index(after: colon)...].drop { $0 == " " || $0 == "\t" })
+        do {
+            try HTTPHeaders.validate(name: name, value: value)
+        } catch {
+            throw UsageError("\(option): \(error)")
+        }
+        return (name, value)
+    }
+
     /// The options of `run` and `validate` that replace a profile's own values.
     static let profileOverrideOptions: Set<String> = ["target", "duration", "seed", "loops"]
 
@@ -108,12 +126,18 @@ extension Arguments {
             do {
                 _ = try WebSocketURL(target)
             } catch {
-                throw UsageError("--target: \"\(target)\" is not a ws:// or wss:// URL (or \"embedded\")")
+                throw UsageError("--target: \(error) (give a ws:// or wss:// URL, or \"embedded\")")
             }
         }
         _ = try duration("duration")
         return ProfileOverrides(
             target: value("target"), duration: value("duration"), seed: try integer("seed", in: 0...Int.max).map { UInt64($0) },
             loops: try integer("loops", in: 1...256))
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingHeaderSpaces() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

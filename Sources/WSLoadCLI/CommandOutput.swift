@@ -1,4 +1,5 @@
 import Glibc
+import HTTP1
 
 /// Where a command writes: standard output and standard error, replaceable in tests.
 package struct CommandOutput: Sendable {
@@ -27,10 +28,22 @@ package struct CommandOutput: Sendable {
         usesColor: isatty(STDOUT_FILENO) == 1 && (getenv("NO_COLOR").map { $0.pointee == 0 } ?? true)
     )
 
-    /// Writes `text` followed by a newline to standard output.
-    package func print(_ text: String) { writeOutput(text + "\n") }
-    /// Writes `text` followed by a newline to standard error.
-    package func printError(_ text: String) { writeError(text + "\n") }
+    /// The most of one message ``printError(_:)`` writes (in Unicode scalars); a peer's text cannot flood the terminal.
+    package static let maximumErrorLength = 64 * 1024
+
+    /// Writes `text` followed by a newline to standard output, every control character but line feed and tab shown
+    /// escaped (``TerminalText``): messages quote what peers and files said. Colour and progress, which are wsload's
+    /// own escapes, go through ``writeOutput`` and ``writeError`` directly.
+    package func print(_ text: String) {
+        writeOutput((TerminalText.isPrintable(text) ? text : TerminalText.printable(text, limit: .max, keepingLineBreaks: true)) + "\n")
+    }
+
+    /// Writes `text` followed by a newline to standard error, made printable as ``print(_:)`` does and cut at
+    /// ``maximumErrorLength``: error messages quote status reasons, error pages, URLs and names as peers wrote them.
+    package func printError(_ text: String) {
+        let isSafe = text.utf8.count <= Self.maximumErrorLength && TerminalText.isPrintable(text)
+        writeError((isSafe ? text : TerminalText.printable(text, limit: Self.maximumErrorLength, keepingLineBreaks: true)) + "\n")
+    }
 }
 
 private func writeAll(_ descriptor: Int32, _ text: String) {

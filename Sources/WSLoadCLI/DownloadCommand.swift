@@ -153,11 +153,9 @@ enum DownloadCommand: Subcommand {
         }
         configuration.retry.maximumAttempts = try parsed.integer("retries", in: 0...1000) ?? 5
         for header in parsed.values("header") {
-            let parts = header.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, !parts[0].isEmpty else { throw UsageError("--header: \"\(header)\" is not \"Name: value\"") }
-            let name = String(parts[0]).filter { $0 != " " }
+            let (name, value) = try Arguments.header(header)
             guard name.lowercased() != "authorization" else { throw UsageError("--header: pass tokens with --token-env, not on the command line") }
-            configuration.headers.add(name: name, value: String(parts[1].drop { $0 == " " }))
+            configuration.headers.add(name: name, value: value)
         }
         if let variable = parsed.value("token-env") {
             guard let token = getenv(variable).map({ String(cString: $0) }), !token.isEmpty else {

@@ -14,22 +14,22 @@ public struct WebSocketURL: Sendable, Hashable, CustomStringConvertible {
         public var description: String
     }
 
-    /// Parses `ws://host[:port][/path][?query]` or `wss://…`. Fragments and user info are rejected.
+    /// Parses `ws://host[:port][/path][?query]` or `wss://…` strictly (``URLSyntax``): control characters, spaces,
+    /// user info and characters outside RFC 3986 are refused, non-ASCII in the path and query is percent-encoded as
+    /// UTF-8. A fragment is refused: RFC 6455 §3 says it MUST NOT be used (a `#` is written `%23`).
     public init(_ text: String) throws(ParseError) {
-        let lowered = text.lowercased()
-        var rest: Substring
-        if lowered.hasPrefix("ws://") {
-            isSecure = false
-            rest = text.dropFirst(5)
-        } else if lowered.hasPrefix("wss://") {
-            isSecure = true
-            rest = text.dropFirst(6)
-        } else {
-            throw ParseError(description: "\"\(text)\" is not a ws:// or wss:// URL")
+        guard let (index, rest) = URLSyntax.scheme(of: text, among: ["ws", "wss"]) else {
+            throw ParseError(description: "\(URLSyntax.quoted(text)) is not a ws:// or wss:// URL")
         }
-        if rest.contains("#") { throw ParseError(description: "\"\(text)\": WebSocket URLs cannot have a fragment") }
+        isSecure = index == 1
+        if let hash = rest.utf8.firstIndex(of: UInt8(ascii: "#")) {
+            let offset = text.utf8.distance(from: text.utf8.startIndex, to: hash)
+            throw ParseError(description: "\(URLSyntax.quoted(text)): WebSocket URLs cannot have a fragment (\"#\" at offset \(offset); "
+                + "write it as %23)")
+        }
         do {
-            (host, port, target) = try splitAuthorityAndTarget(rest, of: text, defaultPort: isSecure ? 443 : 80, userInfoHint: "; use auth")
+            (host, port, target) = try URLSyntax.split(rest, of: text, base: isSecure ? 6 : 5, defaultPort: isSecure ? 443 : 80,
+                                                       userInfoHint: "; use auth")
         } catch {
             throw ParseError(description: error.description)
         }

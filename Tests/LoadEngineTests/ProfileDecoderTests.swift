@@ -68,7 +68,7 @@ struct ProfileDecoderTests {
             "target: \"http://example.com\" is not a ws:// or wss:// URL (e.g. ws://127.0.0.1:8080/ws, or \"embedded\")",
             "tls.insecure: expected true or false, found a string",
             "headers.Authorization: a credential in the profile would be copied wherever the profile goes (use auth with tokenEnv or tokenFile)",
-            "headers.Bad Header: \"Bad Header\" is not a valid header name",
+            "headers.Bad Header: \"Bad Header\" is not a valid header name (byte 3 is not a token character; RFC 9110 §5.6.2)",
             "auth: needs tokenEnv or tokenFile (the token itself never goes in a profile)",
             "duration: is required",
             "scenarios[0].connections: 0 is out of range (use 1...1000000)",

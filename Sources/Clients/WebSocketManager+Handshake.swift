@@ -86,7 +86,7 @@ extension WebSocketManager {
     private func announceConnected(subprotocol: String?) {
         state = .open
         connectedAt = clock.now
-        eventContinuation.yield(.connected(subprotocol: subprotocol))
+        eventQueue.yield(.connected(subprotocol: subprotocol))
     }
 
     private static func classify(_ error: any Error, deadlineHit: Bool, timeout: Duration) -> WebSocketClientError {

@@ -3,8 +3,8 @@
 
 The request path picks the misbehaviour (the query string is ignored, except `n=` for /flood):
 
-  /random          a valid 101, then 64 KiB of seeded random bytes (the first byte has RSV2 set, so the
-                   violation is certain: 1002 on the first frame header), then silence
+  /random          a valid 101, then 64 KiB of seeded random bytes (the first byte is FIN+RSV2+binary, so
+                   the violation is certain: 1002 on the first frame header), then silence
   /not-http        the reply is no HTTP at all (an SSH banner and random bytes)
   /endless-head    `HTTP/1.1 101 ...` and then header lines forever, 1 KiB every 10 ms
   /bad-accept      a 101 whose Sec-WebSocket-Accept is wrong
@@ -175,7 +175,7 @@ async def handle(reader, writer):
         writer.write(upgrade_reply(headers, extensions="permessage-deflate" if deflate else None))
         if mode == "random":
             noise = bytearray(random.Random(13).randbytes(65536))
-            noise[0] |= 0x20  # RSV2: no extension defines it, so the first header is a certain violation
+            noise[0] = 0xA2  # FIN, RSV2, binary: no extension defines RSV2, so the first header is a certain violation
             writer.write(bytes(noise))
         elif mode == "huge-63":
             writer.write(b"\x82\x7f" + struct.pack("!Q", (1 << 63) - 1) + b"x" * 16)

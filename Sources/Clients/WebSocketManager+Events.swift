@@ -20,14 +20,14 @@ package final class EventQueue<Element: Sendable>: Sendable {
     /// Pending message bytes at which the producer waits (a single larger message still passes).
     package let byteHighWaterMark: Int
 
-    private struct Entry {
+    private struct Item {
         var element: Element
         /// The message's payload bytes; nil for an event that is not a message (never waits, not counted).
         var bytes: Int?
     }
 
     private struct State {
-        var entries: [Entry?] = []
+        var entries: [Item?] = []
         var head = 0
         var messageCount = 0
         var byteCount = 0
@@ -77,10 +77,11 @@ package final class EventQueue<Element: Sendable>: Sendable {
                 state.discardedCount &+= 1
                 return false
             }
-            state.entries.append(Entry(element: element, bytes: messageBytes))
+            state.entries.append(Item(element: element, bytes: messageBytes))
             if let bytes = messageBytes {
                 state.messageCount += 1
-                state.byteCount = state.byteCount.addingReportingOverflow(max(0, bytes)).partialValue
+                let (sum, isOverflow) = state.byteCount.addingReportingOverflow(max(0, bytes))
+                state.byteCount = isOverflow ? Int.max : sum  // saturates: it only compares with the mark
             }
             return !state.isReleased && Self.isFull(state, highWaterMark, byteHighWaterMark)
         }
@@ -156,7 +157,7 @@ package final class EventQueue<Element: Sendable>: Sendable {
             var producer: CheckedContinuation<Void, Never>?
             let result = state.withLock { state -> (element: Element?, isReady: Bool) in
                 guard !state.isTerminated else { return (nil, true) }
-                guard state.head < state.entries.count, let entry = state.entries[state.head] else {
+                guard state.head < state.entries.count, let item = state.entries[state.head] else {
                     if state.isFinished { return (nil, true) }
                     state.consumer = continuation
                     return (nil, false)
@@ -170,7 +171,7 @@ package final class EventQueue<Element: Sendable>: Sendable {
                     state.entries.removeFirst(state.head)
                     state.head = 0
                 }
-                if let bytes = entry.bytes {
+                if let bytes = item.bytes {
                     state.messageCount -= 1
                     state.byteCount = max(0, state.byteCount - max(0, bytes))
                     if state.messageCount <= highWaterMark / 2 && state.byteCount <= byteHighWaterMark / 2 {
@@ -178,7 +179,7 @@ package final class EventQueue<Element: Sendable>: Sendable {
                         state.producer = nil
                     }
                 }
-                return (entry.element, true)
+                return (item.element, true)
             }
             producer?.resume()
             if result.isReady { continuation.resume(returning: result.element) }

@@ -40,8 +40,10 @@ package actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     /// The close ``disconnect(code:reason:)`` asked for, for a connection that opens after it.
     private var closeRequest: (code: WebSocketCloseCode, reason: String) = (.normalClosure, "")
     private var wakeUp: CheckedContinuation<Void, Never>?
+    /// Forwarded events, with the manager's backpressure: while the consumer is behind, the forwarder stops
+    /// taking the connection's events, so its reader stops reading the socket.
+    private let eventQueue: EventQueue<Event>
     private let eventStream: AsyncStream<Event>
-    private let eventContinuation: AsyncStream<Event>.Continuation
     /// Connections made so far (successful handshakes).
     package var connectionCount: Int { lifecycle.connectionCount }
     /// The lifecycle's most recent transitions (up to 64), oldest first: what it did and when, on the clock.
@@ -59,10 +61,13 @@ package actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
         self.clock = clock
         self.random = random
         lifecycle = ConnectionLifecycle(policy: policy, recordLimit: Self.transitionsKept)
-        (eventStream, eventContinuation) = AsyncStream.makeStream(of: Event.self)
+        eventQueue = EventQueue(
+            highWaterMark: configuration.maximumPendingMessages, byteHighWaterMark: configuration.maximumPendingBytes)
+        eventStream = eventQueue.makeStream()
     }
 
-    /// All connections' events in order, plus `reconnecting` and `gaveUp`. One consumer.
+    /// All connections' events in order, plus `reconnecting` and `gaveUp`. One consumer. Bounded like
+    /// ``WebSocketManager/events()``: a consumer `maximumPendingMessages` behind pauses the reading.
     package nonisolated func events() -> AsyncStream<Event> { eventStream }
 
     /// Feeds `event` to the lifecycle at the clock's current instant.
@@ -87,18 +92,18 @@ package actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
                 default: action = .none
                 }
             case .wait(let delay, let attempt):
-                eventContinuation.yield(.reconnecting(attempt: attempt, delay: delay))
+                eventQueue.yield(.reconnecting(attempt: attempt, delay: delay))
                 await sleepUnlessWoken(delay)
                 // A disconnect during the wait has stopped the lifecycle already; then this is ignored.
                 action = handle(Task.isCancelled ? .stopRequested : .backoffElapsed)
             case .giveUp(let attempts):
-                eventContinuation.yield(.gaveUp(attempts: attempts))
+                eventQueue.yield(.gaveUp(attempts: attempts))
                 action = .none
             case .close:
                 action = .none  // only from `disconnect`, which closes the connection itself
             case .none:
                 // Nothing more to do: the lifecycle has ended (stopped, gave up, or cancelled).
-                eventContinuation.finish()
+                eventQueue.finish()
                 return
             }
         }
@@ -114,12 +119,14 @@ package actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
                 switch event {
                 case .connected(let subprotocol):
                     let action = handle(.connected)
-                    eventContinuation.yield(.connected(subprotocol: subprotocol))
+                    eventQueue.yield(.connected(subprotocol: subprotocol))
                     if action == .close { await manager.disconnect(code: closeRequest.code, reason: closeRequest.reason) }
-                case .text(let text): eventContinuation.yield(.text(text))
-                case .data(let bytes): eventContinuation.yield(.data(bytes))
-                case .disconnected(let code, let reason): eventContinuation.yield(.disconnected(code, reason))
-                case .error(let error): eventContinuation.yield(.error(error))
+                case .text(let text):
+                    if eventQueue.yield(.text(text), messageBytes: text.utf8.count) { await eventQueue.waitForRoom() }
+                case .data(let bytes):
+                    if eventQueue.yield(.data(bytes), messageBytes: bytes.count) { await eventQueue.waitForRoom() }
+                case .disconnected(let code, let reason): eventQueue.yield(.disconnected(code, reason))
+                case .error(let error): eventQueue.yield(.error(error))
                 }
             }
         }
@@ -169,6 +176,7 @@ package actor ReconnectingWebSocket<C: Clock> where C.Duration == Duration {
     /// Closes for good: the current connection closes normally and no reconnect follows.
     package func disconnect(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
         closeRequest = (code, reason)
+        eventQueue.release()  // the forwarder must pass the close on, whatever the consumer does
         // Whatever the lifecycle says (close an open connection, stop a backoff, remember it mid-connect), the
         // connection in hand closes now and the sleeper wakes: no further attempt follows.
         _ = handle(.stopRequested)

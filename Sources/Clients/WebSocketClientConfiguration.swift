@@ -40,14 +40,22 @@ package struct WebSocketClientConfiguration: Sendable {
     /// Where a test bends the client to prove the correctness oracle notices; nil (always, in real runs) is the
     /// honest client. Asked at most once per connection, never per message.
     package var faults: (any WebSocketClientFaults)?
+    /// run() mode's backpressure: the reader stops reading the socket while the consumer of
+    /// ``WebSocketManager/events()`` has this many messages not yet taken (it reads on at half).
+    package var maximumPendingMessages: Int
+    /// The same for the bytes of those messages (one larger message still passes).
+    package var maximumPendingBytes: Int
 
     package init(
         headers: HTTPHeaders = HTTPHeaders(), origin: String? = nil, subprotocols: [String] = [],
         compression: PerMessageDeflateOffer? = nil, authentication: Authentication? = nil, tls: TLSContext? = nil,
         serverName: String? = nil, tcp: TCPOptions = TCPOptions(), handshakeTimeout: Duration = .seconds(10),
         closeTimeout: Duration = .seconds(5), limits: WebSocketConnection.Configuration = .init(),
-        pingInterval: Duration? = nil, pongTimeout: Duration = .seconds(10)
+        pingInterval: Duration? = nil, pongTimeout: Duration = .seconds(10), maximumPendingMessages: Int = 256,
+        maximumPendingBytes: Int = 4 << 20
     ) {
+        self.maximumPendingMessages = maximumPendingMessages
+        self.maximumPendingBytes = maximumPendingBytes
         self.headers = headers
         self.origin = origin
         self.subprotocols = subprotocols

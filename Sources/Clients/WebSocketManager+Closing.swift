@@ -12,6 +12,7 @@ extension WebSocketManager {
         guard state == .open else { return }
         state = .closing
         ending = nil
+        eventQueue.release()  // run()'s reader must read on to the peer's close, whatever the consumer does
         guard let channel else { return }
         channel.connection.close(code: code, reason: reason)
         // Ignoring a failed write is safe: the read side then sees the transport end and reports 1006.
@@ -22,7 +23,13 @@ extension WebSocketManager {
     package func abort(reason: String) {
         guard state != .closed, let stream else { return }
         if ending == nil { ending = (.abnormalClosure, reason) }
-        stream.close()
+        dropTransport()
+    }
+
+    /// Closes the socket and stops run()'s reader waiting for the consumer, so it sees the end at once.
+    func dropTransport() {
+        eventQueue.release()
+        stream?.close()
     }
 
     /// Closes intentionally: sends a close frame, waits up to `closeTimeout` for the closing handshake,
@@ -47,7 +54,7 @@ extension WebSocketManager {
         // Closing the socket ends whichever read is pending (run's reader or the loop below), which then
         // reports `.disconnected`. Timer callbacks run on the loop thread outside any job.
         let timer = ScheduledTimer(on: loop, after: configuration.closeTimeout) { [self] in
-            self.assumeIsolated { $0.stream?.close() }
+            self.assumeIsolated { $0.dropTransport() }
         }
         if isRunning {
             await withCheckedContinuation { continuation in

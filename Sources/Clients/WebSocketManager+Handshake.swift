@@ -52,6 +52,7 @@ extension WebSocketManager {
                 if try await byteStream.read(into: &buffer, maxBytes: 16 * 1024) == 0 {
                     throw WebSocketClientError(.handshake, "the server closed the connection before answering the handshake")
                 }
+                try Self.checkLooksLikeHTTP(buffer)
                 guard let (head, length) = try parser.parseResponse(buffer) else { continue }
                 let result = try handshake.validate(head)
                 var limits = configuration.limits
@@ -86,7 +87,23 @@ extension WebSocketManager {
     private func announceConnected(subprotocol: String?) {
         state = .open
         connectedAt = clock.now
-        eventContinuation.yield(.connected(subprotocol: subprotocol))
+        eventQueue.yield(.connected(subprotocol: subprotocol))
+    }
+
+    /// Fail fast on a reply that is no HTTP at all (another protocol on the port, noise): its first bytes must
+    /// be `HTTP/1.`, so it is refused as soon as they differ, not at the handshake timeout after waiting for a
+    /// head that never ends. The bytes are named in hex (a peer's bytes never reach a terminal raw).
+    static func checkLooksLikeHTTP(_ buffer: [UInt8]) throws(WebSocketHandshakeError) {
+        let expected = Array("HTTP/1.".utf8)
+        for (offset, byte) in zip(buffer, expected).enumerated().map({ ($0.offset, $0.element.0) })
+        where byte != expected[offset] {
+            let start = buffer.prefix(8).map { byte in
+                let digits = String(byte, radix: 16)
+                return digits.count == 1 ? "0" + digits : digits
+            }.joined(separator: " ")
+            throw WebSocketHandshakeError(
+                .malformedResponse, "the reply is not HTTP/1.x (byte offset \(offset); it starts with \(start))")
+        }
     }
 
     private static func classify(_ error: any Error, deadlineHit: Bool, timeout: Duration) -> WebSocketClientError {

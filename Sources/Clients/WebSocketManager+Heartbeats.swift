@@ -74,12 +74,15 @@ extension WebSocketManager {
                 try await loop.sleep(for: interval)
                 guard state == .open else { return }
                 let id = try await transmitPing()
+                let pausesAtPing = readerPauseCount
                 try await loop.sleep(for: min(timeout, interval))
                 if timeout > interval, pingSentAt[id] != nil { try await loop.sleep(for: timeout - interval) }
-                if pingSentAt.removeValue(forKey: id) != nil && state == .open {
+                // A reader that waited for a slow consumer meanwhile may have left the pong unread: no verdict.
+                let wasPongReadable = !isReaderPaused && readerPauseCount == pausesAtPing
+                if pingSentAt.removeValue(forKey: id) != nil && state == .open && wasPongReadable {
                     isPeerDead = true
-                    eventContinuation.yield(.error(WebSocketClientError(.pongTimeout, "no pong within \(timeout)")))
-                    stream?.close()
+                    eventQueue.yield(.error(WebSocketClientError(.pongTimeout, "no pong within \(timeout)")))
+                    dropTransport()
                     return
                 }
                 answeredPings.removeValue(forKey: id)

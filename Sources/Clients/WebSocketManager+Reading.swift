@@ -55,7 +55,7 @@ extension WebSocketManager {
         guard state != .closed else { return }
         stream?.close()
         let (code, reason) = ending ?? (.abnormalClosure, "connection ended")
-        eventContinuation.yield(.disconnected(code, reason))
+        eventQueue.yield(.disconnected(code, reason))
         finish()
     }
 
@@ -66,9 +66,9 @@ extension WebSocketManager {
             while let event = try await channel.next() {
                 switch event {
                 case .message(.text(let text)):
-                    eventContinuation.yield(.text(text))
+                    if eventQueue.yield(.text(text), messageBytes: text.utf8.count) { await waitForConsumer() }
                 case .message(.binary(let bytes)):
-                    eventContinuation.yield(.data(bytes))
+                    if eventQueue.yield(.data(bytes), messageBytes: bytes.count) { await waitForConsumer() }
                 case .ping, .pong, .closeReceived:
                     didReadControl(event)
                 case .failed(let error):
@@ -85,10 +85,19 @@ extension WebSocketManager {
                 ending = (.abnormalClosure, "cancelled")
             } else {
                 let failure = Self.transportFailure(error)
-                eventContinuation.yield(.error(failure))
+                eventQueue.yield(.error(failure))
                 ending = (.abnormalClosure, failure.detail)
             }
         }
+    }
+
+    /// Backpressure (see ``events()``): the consumer is a high-water mark behind, so nothing more is read until
+    /// it caught up to half, the connection is closing or dropped, or run() is cancelled.
+    private func waitForConsumer() async {
+        readerPauseCount &+= 1
+        isReaderPaused = true
+        await eventQueue.waitForRoom()
+        isReaderPaused = false
     }
 
     /// A control frame the channel read, in either mode: a ping it already answered, a pong to match, or the peer's
@@ -111,11 +120,12 @@ extension WebSocketManager {
     private func didReceiveClose(code: WebSocketCloseCode?, reason: String) {
         ending = (code ?? .noStatusReceived, reason.isEmpty ? nil : reason)
         state = .closing
+        eventQueue.release()  // the closing handshake never waits for the consumer
     }
 
     /// The peer broke the protocol (the channel wrote the close frame with the error's code).
     private func didFail(_ error: WebSocketProtocolError) {
-        eventContinuation.yield(.error(WebSocketClientError(.protocolViolation, error.description, protocolError: error)))
+        eventQueue.yield(.error(WebSocketClientError(.protocolViolation, error.description, protocolError: error)))
         ending = (error.closeCode, error.reason)
     }
 

@@ -72,8 +72,12 @@ package actor WebSocketManager {
     /// after ``HandshakeTimings/completedAt``.
     package internal(set) var connectedAt: LoopClock.Instant?
 
-    let eventStream: AsyncStream<Event>
-    let eventContinuation: AsyncStream<Event>.Continuation
+    /// run()'s events, with backpressure on the reader (`WebSocketManager+Events.swift`).
+    let eventQueue: EventQueue<Event>
+    private let eventStream: AsyncStream<Event>
+    /// Times the reader waited for the consumer (a pong unread meanwhile is no sign of a dead peer).
+    var readerPauseCount = 0
+    var isReaderPaused = false
     /// The transport from the TCP connect on (the handshake reads it before there is a channel).
     var stream: (any ByteStream)?
     /// The read loop and the protocol state, from a valid 101 on.
@@ -101,7 +105,9 @@ package actor WebSocketManager {
         self.url = url
         self.configuration = configuration
         self.loop = loop
-        (eventStream, eventContinuation) = AsyncStream.makeStream(of: Event.self)
+        eventQueue = EventQueue(
+            highWaterMark: configuration.maximumPendingMessages, byteHighWaterMark: configuration.maximumPendingBytes)
+        eventStream = eventQueue.makeStream()
         pingInterval = configuration.pingInterval
     }
 
@@ -115,7 +121,22 @@ package actor WebSocketManager {
 
     /// The connection's events. One consumer; the stream finishes after `.disconnected` (or a
     /// connect `.error`).
+    ///
+    /// Backpressure: once the consumer has `configuration.maximumPendingMessages` messages (or
+    /// `maximumPendingBytes` of them) not yet taken, run()'s reader stops reading the socket until it is back at
+    /// half, so TCP pushes back on a server that floods a slow consumer and memory stays bounded; nothing is lost.
+    /// Pings and the peer's close are not read meanwhile either (a pong left unread is not held against the
+    /// peer). Once the connection is closing (a close frame sent or received) or dropped, the reader no longer
+    /// waits: messages that arrive past the mark are discarded (``discardedMessageCount``). A consumer that
+    /// stops iterating without cancelling its task stalls the reading until ``disconnect(code:reason:)``'s
+    /// close timeout, ``abort(reason:)`` or cancelling ``run()``.
     package nonisolated func events() -> AsyncStream<Event> { eventStream }
+
+    /// Messages on ``events()`` the consumer has not taken yet (at most about `maximumPendingMessages`).
+    package nonisolated var pendingEventCount: Int { eventQueue.pendingCount }
+
+    /// Messages discarded while closing because the consumer was `maximumPendingMessages` behind.
+    package nonisolated var discardedMessageCount: Int { eventQueue.discardedCount }
 
     // MARK: Lifecycle
 
@@ -126,7 +147,7 @@ package actor WebSocketManager {
             do {
                 try await connect()
             } catch {
-                eventContinuation.yield(.error(error))
+                eventQueue.yield(.error(error))
                 finish()
                 return
             }
@@ -154,7 +175,7 @@ package actor WebSocketManager {
         isRunning = false
         stream?.close()
         let (code, reason) = ending ?? (.abnormalClosure, "connection ended")
-        eventContinuation.yield(.disconnected(code, reason))
+        eventQueue.yield(.disconnected(code, reason))
         finish()
     }
 
@@ -180,7 +201,7 @@ package actor WebSocketManager {
         state = .closed
         channel?.connection.transportClosed()
         stream?.close()
-        eventContinuation.finish()
+        eventQueue.finish()
         for waiter in pingWaiters.values {
             waiter.resume(throwing: WebSocketClientError(.notConnected, "connection closed before the pong"))
         }

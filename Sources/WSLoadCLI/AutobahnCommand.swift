@@ -97,38 +97,38 @@ enum AutobahnCommand: Subcommand {
     }
 
     /// One connection: echo every message (or just collect the first text), bounded by `timeout`.
+    ///
+    /// The driver alternates `receive()` and `send`, as an Autobahn testee's synchronous `onMessage` does: the
+    /// next frame is parsed only after the echo of the last message was written, so a message that precedes a
+    /// protocol violation is echoed before the close frame that reports it (strict, Autobahn 3.2, 4.x, 5.15).
     private static func session(
         _ url: WebSocketURL, configuration: WebSocketClientConfiguration, loop: EventLoop, timeout: Duration, isEcho: Bool
     ) async -> Outcome {
         let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
         return await withTaskGroup(of: Outcome?.self) { tasks in
             tasks.addTask(executorPreference: loop.taskExecutor) {
-                await manager.run()
-                return nil
-            }
-            tasks.addTask(executorPreference: loop.taskExecutor) {
                 var outcome = Outcome()
-                for await event in manager.events() {
-                    switch event {
-                    case .text(let text):
-                        if outcome.firstText == nil { outcome.firstText = text }
-                        // A failed echo send is what the case tests; the outcome counts only echoes sent.
-                        if isEcho, (try? await manager.send(text: text)) != nil { outcome.echoed += 1 }
-                    case .data(let bytes):
-                        if isEcho, (try? await manager.send(data: bytes)) != nil { outcome.echoed += 1 }  // as for text
-                    case .disconnected(let code, _):
-                        outcome.closeCode = code
-                    case .error(let error):
-                        outcome.failure = error.description
-                    case .connected:
-                        break
+                do {
+                    try await manager.connect()
+                    while true {
+                        let message = try await manager.receive()
+                        if case .text(let text) = message, outcome.firstText == nil { outcome.firstText = text }
+                        guard isEcho else { continue }
+                        try await manager.send(message)
+                        outcome.echoed += 1
                     }
+                } catch {
+                    // The normal end of a case is the peer's close (not_connected after it); anything else is reported.
+                    let failure = error as? WebSocketClientError
+                    if failure?.code != .notConnected { outcome.failure = failure?.description ?? "\(error)" }
                 }
+                outcome.closeCode = await manager.closeCode
+                if outcome.closeCode == nil, outcome.failure == nil { outcome.failure = "the connection did not close" }
                 return outcome
             }
             tasks.addTask(executorPreference: loop.taskExecutor) {
                 guard (try? await loop.sleep(for: timeout)) != nil else { return nil }  // cancelled: the case finished first
-                await manager.disconnect(code: .goingAway, reason: "case timeout")
+                await manager.abort(reason: "case timeout")
                 return nil
             }
             var outcome = Outcome(failure: "no result")

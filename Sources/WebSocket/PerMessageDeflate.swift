@@ -192,6 +192,8 @@ public final class MessageInflater {
     public let ratioFloor: Int
     private var inflatedCount = 0
     private var compressedCount = 0
+    /// The last input ran exactly to the end of a BFINAL block (the stream was restarted there).
+    private var isStreamEndedByLastPiece = false
 
     /// - Parameter isContextReset: the peer's `*_no_context_takeover`: each message starts fresh.
     public init(isContextReset: Bool, maximumMessageSize: Int, maximumRatio: Int = 100, ratioFloor: Int = 1 << 20) {
@@ -213,11 +215,33 @@ public final class MessageInflater {
         compressedCount += piece.count
         try run(piece, into: &output)
         if isFinal {
-            try run([0x00, 0x00, 0xFF, 0xFF], into: &output)
+            // After a BFINAL block the appended 00 00 FF FF is no block of the new stream: it is not fed.
+            if !isStreamEndedByLastPiece { try run([0x00, 0x00, 0xFF, 0xFF], into: &output) }
+            isStreamEndedByLastPiece = false
             inflatedCount = 0
             compressedCount = 0
             if isContextReset { inflateReset(&stream) }
         }
+    }
+
+    /// After Z_STREAM_END: a fresh stream that, with context takeover, keeps the last 32 KiB as its window
+    /// (a peer may go on referring to them after a BFINAL block); without it, a clean one. Input not yet read
+    /// (`next_in`/`avail_in`) is carried over.
+    private func restartStream() throws {
+        let pendingInput = stream.next_in
+        let pendingCount = stream.avail_in
+        var window = [UInt8](repeating: 0, count: isContextReset ? 0 : 32 * 1024)
+        var windowCount: uInt = 0
+        if !isContextReset {
+            window.withUnsafeMutableBufferPointer { _ = inflateGetDictionary(&stream, $0.baseAddress, &windowCount) }
+        }
+        guard inflateReset(&stream) == Z_OK else { throw PerMessageDeflateError("cannot restart the deflate stream") }
+        if windowCount > 0 {
+            let status = window.withUnsafeBufferPointer { inflateSetDictionary(&stream, $0.baseAddress, windowCount) }
+            guard status == Z_OK else { throw PerMessageDeflateError("cannot keep the window (zlib status \(status))") }
+        }
+        stream.next_in = pendingInput
+        stream.avail_in = pendingCount
     }
 
     /// The inflated message would pass the size or ratio cap.
@@ -227,6 +251,7 @@ public final class MessageInflater {
 
     private func run(_ input: [UInt8], into output: inout [UInt8]) throws {
         guard !input.isEmpty else { return }
+        isStreamEndedByLastPiece = false
         var chunk = [UInt8](repeating: 0, count: 32 * 1024)
         try input.withUnsafeBufferPointer { input in
             stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress)
@@ -246,7 +271,17 @@ public final class MessageInflater {
                     throw LimitExceeded(description: "compression ratio exceeds \(maximumRatio):1")
                 }
                 output.append(contentsOf: chunk[0..<produced])
-                if status == Z_STREAM_END || status == Z_BUF_ERROR && stream.avail_in == 0 { break }
+                if status == Z_STREAM_END {
+                    // A BFINAL block (RFC 7692 §7.2.3.4) ended the deflate stream: start the next one, so the rest
+                    // of this message and every later message inflate instead of vanishing.
+                    try restartStream()
+                    if stream.avail_in == 0 {
+                        isStreamEndedByLastPiece = true
+                        break
+                    }
+                    continue
+                }
+                if status == Z_BUF_ERROR && stream.avail_in == 0 { break }
                 guard status == Z_OK else {
                     throw PerMessageDeflateError("corrupt deflate data (zlib status \(status))")
                 }

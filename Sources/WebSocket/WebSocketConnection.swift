@@ -83,6 +83,17 @@ public struct WebSocketConnection: Sendable {
     nonisolated(unsafe) private var deflater: MessageDeflater?
     nonisolated(unsafe) private var inflater: MessageInflater?
 
+    /// How far the UTF-8 check has read into a text frame still arriving (fail fast inside a frame).
+    private var partialText: PartialText?
+
+    private struct PartialText: Sendable {
+        /// The stream offset of the frame's header: which frame this is.
+        var frameOffset: Int
+        /// Payload bytes already validated.
+        var checked: Int
+        var validator: UTF8Validator
+    }
+
     private struct Assembly: Sendable {
         var opcode: WebSocketOpcode
         var isCompressed: Bool
@@ -143,7 +154,7 @@ public struct WebSocketConnection: Sendable {
             let offset = parser.streamOffset
             let frame: WebSocketFrame
             do {
-                guard let next = try parser.nextFrame() else { return nil }
+                guard let next = try parser.nextFrame() else { return checkPartialText() }
                 frame = next
             } catch {
                 return fail(error)
@@ -216,8 +227,17 @@ public struct WebSocketConnection: Sendable {
             }
         }
         if message.opcode == .text {
+            var validateFrom = start
+            if let partial = partialText {
+                partialText = nil
+                // The part of this frame already checked while it arrived is not checked again.
+                if partial.frameOffset == offset && !message.isCompressed {
+                    message.validator = partial.validator
+                    validateFrom = start + partial.checked
+                }
+            }
             let invalid = message.bytes.withUnsafeBufferPointer { bytes in
-                message.validator.firstInvalidIndex(in: UnsafeBufferPointer(rebasing: bytes[start...]))
+                message.validator.firstInvalidIndex(in: UnsafeBufferPointer(rebasing: bytes[validateFrom...]))
             }
             if invalid != nil || (frame.isFinal && !message.validator.isComplete) {
                 throw WebSocketProtocolError(.invalidFramePayloadData, "text message is not valid UTF-8", offset: offset)
@@ -230,10 +250,49 @@ public struct WebSocketConnection: Sendable {
         return .message(message.opcode == .text ? .text(String(decoding: message.bytes, as: UTF8.self)) : .binary(message.bytes))
     }
 
+    /// Fail fast (RFC 6455 §8.1): the payload of an uncompressed text frame still arriving is validated as its
+    /// bytes come, so invalid UTF-8 fails the connection (1007, at the byte's stream offset) without waiting for
+    /// the rest of the frame. Returns nil unless it failed.
+    private mutating func checkPartialText() -> Event? {
+        let previous = partialText
+        let message = assembly.map { (isText: $0.opcode == .text && !$0.isCompressed, validator: $0.validator) }
+        let outcome: (check: PartialText, invalidAt: Int?)?? = parser.withPartialFrame { frame, bytes in
+            var check: PartialText
+            if let previous, previous.frameOffset == frame.frameOffset {
+                check = previous
+            } else if frame.opcode == .text && !frame.rsv1 && message == nil {
+                check = PartialText(frameOffset: frame.frameOffset, checked: 0, validator: UTF8Validator())
+            } else if frame.opcode == .continuation, let message, message.isText {
+                check = PartialText(frameOffset: frame.frameOffset, checked: 0, validator: message.validator)
+            } else {
+                return nil
+            }
+            guard bytes.count > check.checked else { return (check, nil) }
+            let fresh = UnsafeBufferPointer(rebasing: bytes[check.checked...])
+            let invalid: Int?
+            if let key = frame.maskingKey {
+                var unmasked = Array(fresh)
+                let rotated = (0..<4).map { key[($0 + check.checked) % 4] }
+                unmasked.withUnsafeMutableBufferPointer { WebSocketFrame.applyMask(key: rotated, to: $0) }
+                invalid = unmasked.withUnsafeBufferPointer { check.validator.firstInvalidIndex(in: $0) }
+            } else {
+                invalid = check.validator.firstInvalidIndex(in: fresh)
+            }
+            let at = invalid.map { frame.payloadOffset + check.checked + $0 }
+            check.checked = bytes.count
+            return (check, at)
+        }
+        guard let outcome = outcome ?? nil else { return nil }
+        partialText = outcome.check
+        guard let at = outcome.invalidAt else { return nil }
+        return fail(WebSocketProtocolError(.invalidFramePayloadData, "text message is not valid UTF-8", offset: at))
+    }
+
     private mutating func fail(_ error: WebSocketProtocolError) -> Event {
         if state == .open { appendClose(code: error.closeCode, reason: "") }
         state = .closed
         assembly = nil
+        partialText = nil
         return .failed(error)
     }
 
@@ -357,5 +416,6 @@ public struct WebSocketConnection: Sendable {
     public mutating func transportClosed() {
         state = .closed
         assembly = nil
+        partialText = nil
     }
 }

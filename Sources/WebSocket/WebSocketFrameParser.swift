@@ -14,6 +14,8 @@ public struct WebSocketFrameParser: Sendable {
     public var isRSV1Allowed: Bool
 
     private var buffer: [UInt8] = []
+    /// The most capacity reserved ahead of the bytes received for a frame still arriving.
+    static let reserveStep = 256 * 1024
     private var readIndex = 0
     /// Bytes consumed before `buffer[0]`, for error offsets.
     private var consumedBefore = 0
@@ -121,9 +123,12 @@ public struct WebSocketFrameParser: Sendable {
         }
         let maskLength = isMasked ? 4 : 0
         guard available >= headerLength + maskLength + length else {
-            if buffer.capacity < readIndex + headerLength + maskLength + length {
-                buffer.reserveCapacity(readIndex + headerLength + maskLength + length)
-            }
+            // Grow towards the declared length at most one bounded step past what has arrived: a peer that
+            // declares 16 MiB and sends a byte must not make us hold 16 MiB (the array still doubles as
+            // bytes come, so a frame that does arrive costs no more copies).
+            let wanted = readIndex + headerLength + maskLength + length
+            let bounded = Swift.min(wanted, buffer.count + Self.reserveStep)
+            if buffer.capacity < bounded { buffer.reserveCapacity(bounded) }
             return nil
         }
         let payloadStart = readIndex + headerLength + maskLength
@@ -135,6 +140,55 @@ public struct WebSocketFrameParser: Sendable {
         readIndex = payloadStart + length
         return WebSocketFrame(isFinal: isFinal, rsv1: rsv1, rsv2: rsv2, rsv3: rsv3, opcode: opcode, payload: payload)
     }
+
+    /// The frame still arriving after ``nextFrame()`` returned nil (its header complete and checked, its payload
+    /// not): what has come of it so far, for checks that need not wait for the rest (UTF-8 fail-fast). Nil when
+    /// no header is complete.
+    public struct PartialFrame {
+        public var opcode: WebSocketOpcode
+        public var rsv1: Bool
+        /// The stream offset of the frame's first header byte (what errors about the frame name).
+        public var frameOffset: Int
+        /// The stream offset of the payload's first byte.
+        public var payloadOffset: Int
+        /// The masking key (server role), or nil.
+        public var maskingKey: [UInt8]?
+    }
+
+    /// Calls `body` with the partial frame and the payload bytes received so far (still masked if masked).
+    public func withPartialFrame<R>(_ body: (PartialFrame, UnsafeBufferPointer<UInt8>) -> R) -> R? {
+        let available = buffer.count - readIndex
+        guard available >= 2 else { return nil }
+        let first = buffer[readIndex]
+        let second = buffer[readIndex + 1]
+        let isMasked = second & 0x80 != 0
+        var headerLength = 2
+        var length = Int(second & 0x7F)
+        if length == 126 {
+            guard available >= 4 else { return nil }
+            length = Int(buffer[readIndex + 2]) << 8 | Int(buffer[readIndex + 3])
+            headerLength = 4
+        } else if length == 127 {
+            guard available >= 10 else { return nil }
+            var value: UInt64 = 0
+            for index in 0..<8 { value = value << 8 | UInt64(buffer[readIndex + 2 + index]) }
+            guard let exact = Int(exactly: value), exact <= maximumFrameSize else { return nil }
+            length = exact
+            headerLength = 10
+        }
+        let keyLength = isMasked ? 4 : 0
+        let payloadStart = readIndex + headerLength + keyLength
+        guard available > headerLength + keyLength, payloadStart + length > buffer.count,
+              let opcode = WebSocketOpcode(rawValue: first & 0x0F) else { return nil }
+        let frame = PartialFrame(
+            opcode: opcode, rsv1: first & 0x40 != 0, frameOffset: streamOffset,
+            payloadOffset: consumedBefore + payloadStart,
+            maskingKey: isMasked ? Array(buffer[(payloadStart - 4)..<payloadStart]) : nil)
+        return buffer.withUnsafeBufferPointer { body(frame, UnsafeBufferPointer(rebasing: $0[payloadStart...])) }
+    }
+
+    /// Capacity held by the buffer (tests check that a declared length is not reserved ahead of its bytes).
+    var bufferCapacity: Int { buffer.capacity }
 
     /// Takes the bytes not yet parsed (e.g. after the closing handshake, for diagnostics).
     public mutating func takeRemainingBytes() -> [UInt8] {

@@ -126,6 +126,23 @@ struct ServeAndAutobahnTests {
         #expect(try await outputLine(of: server, containing: "reports") == "reports wsload-test")
     }
 
+    @Test("autobahn against a strict fuzzing server: every case OK, none NON-STRICT or FAILED (3.2, 4.x, 5.x, 6.4.x)")
+    func autobahnStrict() async throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Peers/autobahn_strict.py").path
+        // A generous patience: a fail-fast client answers an invalid chop in milliseconds, a late one never does.
+        let server = try ChildProcess("/usr/bin/env", ["python3", script, "--patience", "5"], holdsInput: true)
+        defer { server.stop() }
+        let listening = try await outputLine(of: server, containing: "listening")
+        let port = try #require(listening.flatMap { $0.split(separator: " ").last }, "the fuzzing server did not start: \(server.errors)")
+        let captured = CapturedOutput()
+        let code = await WSLoad.main(arguments: ["autobahn", "--server", "ws://127.0.0.1:\(port)", "--agent", "strict",
+                                                 "--case-timeout", "30s"], output: captured.commandOutput)
+        #expect(code == .success, "\(captured.error)")
+        let summary = try await outputLine(of: server, containing: "reports strict")
+        #expect(summary == "reports strict cases=16 ok=16 non-strict=0 failed=0", "\(captured.output)")
+    }
+
     @Test("autobahn without a reachable server fails with exit 1; without --server exits 64")
     func autobahnFailures() async {
         let captured = CapturedOutput()

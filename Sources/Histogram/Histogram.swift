@@ -49,35 +49,62 @@ package struct Histogram: Sendable, Equatable {
         self = histogram
     }
 
-    /// The layout for the given range, or nil if it is not a valid HdrHistogram layout.
-    package init?(validatingLowest lowest: UInt64, highest: UInt64, significantDigits: Int) {
-        guard lowest >= 1, highest >= 2 * lowest, highest <= UInt64(Int64.max), (1...5).contains(significantDigits)
+    /// The layout for the given range, or nil if it is not a valid HdrHistogram layout or needs more than
+    /// `maximumSlots` counts (checked before the counts are allocated: refusing an untrusted layout costs nothing).
+    package init?(validatingLowest lowest: UInt64, highest: UInt64, significantDigits: Int, maximumSlots: Int = .max) {
+        guard let layout = Layout(lowest: lowest, highest: highest, significantDigits: significantDigits),
+            layout.slots <= maximumSlots
         else { return nil }
         lowestDiscernibleValue = lowest
         highestTrackableValue = highest
         self.significantDigits = significantDigits
-        var largestSingleUnit = 2
-        for _ in 0..<significantDigits { largestSingleUnit *= 10 }
-        unitMagnitude = 63 - lowest.leadingZeroBitCount
-        let subBucketCountMagnitude = Int.bitWidth - (largestSingleUnit - 1).leadingZeroBitCount  // ceil(log2)
-        subBucketHalfCountMagnitude = max(subBucketCountMagnitude, 1) - 1
+        unitMagnitude = layout.unitMagnitude
+        subBucketHalfCountMagnitude = layout.subBucketHalfCountMagnitude
         subBucketCount = 1 << (subBucketHalfCountMagnitude + 1)
         subBucketHalfCount = subBucketCount / 2
         subBucketMask = UInt64(subBucketCount - 1) << UInt64(unitMagnitude)
         leadingZeroCountBase = 64 - unitMagnitude - subBucketHalfCountMagnitude - 1
-        guard unitMagnitude + subBucketHalfCountMagnitude <= 61 else { return nil }
-        var smallestUntrackable = UInt64(subBucketCount) << UInt64(unitMagnitude)
-        var buckets = 1
-        while smallestUntrackable <= highest {
-            if smallestUntrackable > UInt64(Int64.max) / 2 {
+        bucketCount = layout.buckets
+        counts = [UInt64](repeating: 0, count: layout.slots)
+    }
+
+    /// How many counts the layout for `lowest...highest` at `significantDigits` holds, computed without
+    /// allocating them; nil for an invalid layout.
+    package static func slotCount(lowest: UInt64, highest: UInt64, significantDigits: Int) -> Int? {
+        Layout(lowest: lowest, highest: highest, significantDigits: significantDigits)?.slots
+    }
+
+    /// The shape of a layout, computed from its range alone.
+    private struct Layout {
+        var unitMagnitude: Int
+        var subBucketHalfCountMagnitude: Int
+        var buckets: Int
+        /// `(buckets + 1) * subBucketHalfCount`: at most 65 buckets of at most 2^17: no overflow.
+        var slots: Int
+
+        init?(lowest: UInt64, highest: UInt64, significantDigits: Int) {
+            guard lowest >= 1, highest / 2 >= lowest, highest <= UInt64(Int64.max), (1...5).contains(significantDigits)
+            else { return nil }
+            var largestSingleUnit = 2
+            for _ in 0..<significantDigits { largestSingleUnit *= 10 }
+            unitMagnitude = 63 - lowest.leadingZeroBitCount
+            let subBucketCountMagnitude = Int.bitWidth - (largestSingleUnit - 1).leadingZeroBitCount  // ceil(log2)
+            subBucketHalfCountMagnitude = max(subBucketCountMagnitude, 1) - 1
+            guard unitMagnitude + subBucketHalfCountMagnitude <= 61 else { return nil }
+            let subBucketCount = 1 << (subBucketHalfCountMagnitude + 1)
+            var smallestUntrackable = UInt64(subBucketCount) << UInt64(unitMagnitude)
+            var buckets = 1
+            while smallestUntrackable <= highest {
+                if smallestUntrackable > UInt64(Int64.max) / 2 {
+                    buckets += 1
+                    break
+                }
+                smallestUntrackable <<= 1
                 buckets += 1
-                break
             }
-            smallestUntrackable <<= 1
-            buckets += 1
+            self.buckets = buckets
+            slots = (buckets + 1) * (subBucketCount / 2)
         }
-        bucketCount = buckets
-        counts = [UInt64](repeating: 0, count: (buckets + 1) * subBucketHalfCount)
     }
 
     // MARK: Recording
@@ -159,11 +186,17 @@ package struct Histogram: Sendable, Equatable {
         let slots = other.recordedSlots
         counts.withUnsafeMutableBufferPointer { mine in
             other.counts.withUnsafeBufferPointer { theirs in
-                for index in slots where theirs[index] != 0 { mine[index] &+= theirs[index] }
+                // Merged reports' counts saturate: a wrapped sum would turn a huge count into a tiny one.
+                for index in slots where theirs[index] != 0 {
+                    let (sum, overflow) = mine[index].addingReportingOverflow(theirs[index])
+                    mine[index] = overflow ? .max : sum
+                }
             }
         }
-        totalCount &+= other.totalCount
-        clampedCount &+= other.clampedCount
+        let (total, totalOverflow) = totalCount.addingReportingOverflow(other.totalCount)
+        totalCount = totalOverflow ? .max : total
+        let (clamped, clampedOverflow) = clampedCount.addingReportingOverflow(other.clampedCount)
+        clampedCount = clampedOverflow ? .max : clamped
         minimumRecorded = min(minimumRecorded, other.minimumRecorded)
         maximumRecorded = max(maximumRecorded, other.maximumRecorded)
     }
@@ -206,11 +239,14 @@ package struct Histogram: Sendable, Equatable {
     /// reaches `round(percentile% × total)` (at least 1), as every HdrHistogram reports it; 0 when empty.
     package func value(atPercentile percentile: Double) -> UInt64 {
         guard totalCount > 0 else { return 0 }
-        let requested = min(max(percentile, 0), 100)
-        let target = max(UInt64((requested / 100 * Double(totalCount) + 0.5).rounded(.down)), 1)
+        let requested = percentile.isNaN ? 0 : min(max(percentile, 0), 100)
+        // Double(totalCount) rounds up to 2^64 near UInt64.max, which UInt64(_:) cannot hold: saturate.
+        let exact = (requested / 100 * Double(totalCount) + 0.5).rounded(.down)
+        let target = max(exact >= 0x1p64 ? .max : UInt64(exact), 1)
         var cumulative: UInt64 = 0
         for index in recordedSlots {
-            cumulative &+= counts[index]
+            let (sum, overflow) = cumulative.addingReportingOverflow(counts[index])
+            cumulative = overflow ? .max : sum
             if cumulative >= target {
                 let value = valueFromIndex(index)
                 return requested == 0 ? lowestEquivalentValue(value) : highestEquivalentValue(value)
@@ -267,7 +303,8 @@ package struct Histogram: Sendable, Equatable {
             let count = transform(counts[index])
             counts[index] = count
             guard count > 0 else { continue }
-            total &+= count
+            let (sum, overflow) = total.addingReportingOverflow(count)
+            total = overflow ? .max : sum
             let value = valueFromIndex(index)
             lowest = min(lowest, value)
             highest = max(highest, value)
@@ -276,6 +313,9 @@ package struct Histogram: Sendable, Equatable {
         minimumRecorded = lowest
         maximumRecorded = highest
     }
+
+    /// How many slots the counts array has (what a decode budget is charged).
+    package var slotCount: Int { counts.count }
 
     /// The memory the counts occupy, in bytes.
     package var footprintBytes: Int { counts.count * MemoryLayout<UInt64>.stride }

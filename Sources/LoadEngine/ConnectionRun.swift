@@ -207,18 +207,25 @@ final class ConnectionRun: @unchecked Sendable {
             }
             if reply == nil { recorder.recordError(EngineErrorCode.echoMismatch) }
         }
-        guard let reply else { return }
+        guard var reply else { return }
+        // A sequence this connection never sent (a server that sends garbage, e.g. eight 0xFF bytes) answers
+        // no request: it is a mismatch, never a loss of 2^64 messages.
+        if plan.websocket.pattern == .echo && reply.sequence >= nextSequence {
+            recorder.recordError(EngineErrorCode.echoMismatch)
+            return
+        }
+        if reply.intended > now { reply.intended = now }
         outstanding = max(0, outstanding - 1)
         wakeIfAnswered()
-        recorder.messageRoundTrip.record(now >= reply.intended ? (now - reply.intended) / 1000 : 0)
+        recorder.messageRoundTrip.record((now - reply.intended) / 1000)
         guard plan.websocket.pattern == .echo else { return }
         ledger.check(.messageSequence, reply.sequence == expectedReply, actor: history,
                      "echo reply #\(reply.sequence) where #\(expectedReply) was due")
         if reply.sequence == expectedReply {
             expectedReply += 1
         } else if reply.sequence > expectedReply {
-            recorder.messagesLost += reply.sequence - expectedReply
-            expectedReply = reply.sequence + 1
+            recorder.messagesLost = recorder.messagesLost.addingSaturated(reply.sequence - expectedReply)
+            expectedReply = reply.sequence + 1  // below nextSequence (checked above): cannot overflow
         } else {
             recorder.recordError(EngineErrorCode.echoOutOfOrder)
         }
@@ -323,8 +330,11 @@ final class ConnectionRun: @unchecked Sendable {
                 }
                 ledger.check(.messageSequence, push.sequence == expectedReply, actor: history,
                              "pushed message #\(push.sequence) where #\(expectedReply) was due")
-                if push.sequence > expectedReply { recorder.messagesLost += push.sequence - expectedReply }
-                expectedReply = max(expectedReply, push.sequence + 1)
+                // The server picks the sequence (any UInt64, eight 0xFF bytes included): saturate, never trap.
+                if push.sequence > expectedReply {
+                    recorder.messagesLost = recorder.messagesLost.addingSaturated(push.sequence - expectedReply)
+                }
+                expectedReply = max(expectedReply, push.sequence.addingSaturated(1))
             }
             receivedCount += 1
             if isBudgetSpent && manager.state == .open { await manager.beginClosing(code: .normalClosure, reason: "done") }
@@ -367,6 +377,14 @@ struct TypedEnvelope: Codable {
 
     static let encoder = JSONEncoder()
     static let decoder = JSONDecoder()
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` where that overflows: counters fed by a peer's numbers saturate.
+    func addingSaturated(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
 }
 
 extension WebSocketConnection.Message {

@@ -51,7 +51,7 @@ struct Sample {
         received = Double(metrics.counter(.messagesReceived))
         errors = Double(metrics.errorCount)
         // Unlike the report's error rate, compare leaves transfers out of the operations (kept as it was).
-        operations = Double(metrics.counter(.connectAttempts) + metrics.counter(.messagesSent))
+        operations = Double(metrics.counter(.connectAttempts)) + Double(metrics.counter(.messagesSent))
         self.seconds = seconds
     }
 
@@ -285,5 +285,5 @@ package struct RegressionBudget: Sendable, Equatable, CustomStringConvertible {
 }
 
 func formatPercent(_ value: Double) -> String {
-    value.rounded() == value ? String(Int64(value)) : "\(value)"
+    value.rounded() == value && abs(value) < 0x1p63 ? String(Int64(value)) : "\(value)"
 }

@@ -41,7 +41,7 @@ package enum HistogramLog {
 
     /// Three decimals, as the HdrHistogram writers print timestamps.
     private static func fixed(_ value: Double) -> String {
-        let thousandths = Int64((value * 1000).rounded())
+        let thousandths = saturatedInt64((value * 1000).rounded())  // a crafted report's maximum can pass 2^63
         let fraction = String(abs(thousandths % 1000))
         return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }

@@ -28,12 +28,13 @@ package struct InvariantReport: Sendable, Equatable {
 
     package init() {}
 
-    package var violationCount: UInt64 { violations.values.reduce(0, +) }
+    package var violationCount: UInt64 { violations.values.reduce(0, saturatingSum) }
     package var isHeld: Bool { violationCount == 0 }
 
     package mutating func add(_ other: InvariantReport) {
-        for (name, count) in other.checked { checked[name, default: 0] += count }
-        for (name, count) in other.violations { violations[name, default: 0] += count }
+        // Counts read from reports (up to 2^53 each) saturate rather than trap when merged.
+        for (name, count) in other.checked { checked[name] = saturatingSum(checked[name] ?? 0, count) }
+        for (name, count) in other.violations { violations[name] = saturatingSum(violations[name] ?? 0, count) }
         for (name, list) in other.examples {
             let room = Self.maximumExamples - (examples[name]?.count ?? 0)
             if room > 0 { examples[name, default: []] += list.prefix(room) }

@@ -16,8 +16,8 @@ package struct MetricSet: Sendable, Equatable {
 
     package init() {}
 
-    package var errorCount: UInt64 { errors.values.reduce(0, +) }
-    package var disconnectCount: UInt64 { disconnects.values.reduce(0, +) }
+    package var errorCount: UInt64 { errors.values.reduce(0, saturatingSum) }
+    package var disconnectCount: UInt64 { disconnects.values.reduce(0, saturatingSum) }
 
     /// The counter of report key `name` (a family member or a name read from another version's report); 0
     /// when absent.
@@ -50,7 +50,7 @@ package struct MetricSet: Sendable, Equatable {
     }
 
     /// Connection attempts, messages sent and transfers started: what the error rate divides by.
-    package var operations: UInt64 { MetricCatalog.operations.reduce(0) { $0 + counter($1) } }
+    package var operations: UInt64 { MetricCatalog.operations.reduce(0) { saturatingSum($0, counter($1)) } }
 
     /// Adds `other` into this set. - Throws: if two histograms of one name have different layouts.
     package mutating func add(_ other: MetricSet) throws(Histogram.LayoutMismatch) {
@@ -61,9 +61,10 @@ package struct MetricSet: Sendable, Equatable {
                 try histograms[name]!.add(histogram)
             }
         }
-        for (name, value) in other.counters { counters[name, default: 0] &+= value }
-        for (code, value) in other.disconnects { disconnects[code, default: 0] &+= value }
-        for (code, value) in other.errors { errors[code, default: 0] &+= value }
+        // Counts read from reports can be anything up to 2^53 each: sums saturate rather than wrap.
+        for (name, value) in other.counters { counters[name] = saturatingSum(counters[name] ?? 0, value) }
+        for (code, value) in other.disconnects { disconnects[code] = saturatingSum(disconnects[code] ?? 0, value) }
+        for (code, value) in other.errors { errors[code] = saturatingSum(errors[code] ?? 0, value) }
     }
 
     /// The unit a histogram is recorded in, as the report writes it: the catalogue's, and microseconds for a
@@ -111,9 +112,16 @@ package struct MetricSet: Sendable, Equatable {
         return .object(object)
     }
 
-    /// Reads back what ``json(seconds:operations:)`` wrote: histograms from their blobs (exact), counters
-    /// from their counts. - Throws: ``ReportFormatError`` naming the JSON path.
+    /// Reads back what ``json(seconds:operations:)`` wrote, with a budget of its own (one set alone).
     package init(json value: JSONValue, path: String) throws(ReportFormatError) {
+        var budget = HistogramDecodeBudget()
+        try self.init(json: value, path: path, budget: &budget)
+    }
+
+    /// Reads back what ``json(seconds:operations:)`` wrote: histograms from their blobs (exact), counters
+    /// from their counts. Each histogram's counts are taken from `budget` (shared by a whole report) before
+    /// they are allocated. - Throws: ``ReportFormatError`` naming the JSON path.
+    package init(json value: JSONValue, path: String, budget: inout HistogramDecodeBudget) throws(ReportFormatError) {
         guard let object = value.objectValue else { throw ReportFormatError(path: path, reason: "expected an object") }
         for (name, entry) in object.members {
             let entryPath = path + "." + name
@@ -122,7 +130,9 @@ package struct MetricSet: Sendable, Equatable {
                     throw ReportFormatError(path: entryPath + ".histogram", reason: "expected a string")
                 }
                 do {
-                    histograms[name] = try Histogram(serialized: text)
+                    let histogram = try Histogram(serialized: text, maximumSlots: budget.remainingSlots)
+                    budget.remainingSlots -= histogram.slotCount
+                    histograms[name] = histogram
                 } catch {
                     throw ReportFormatError(path: entryPath + ".histogram", reason: error.description)
                 }
@@ -156,6 +166,16 @@ package struct MetricSet: Sendable, Equatable {
     }
 }
 
+/// The histogram counts one report may make its reader allocate: 2^28 slots (2 GiB), about 11,000 histograms
+/// of wsload's layout (a 2-hour run at 5-second intervals needs a sixth of it). A crafted report whose tiny
+/// blobs declare huge layouts is refused at the blob that exhausts it, not allowed to allocate gigabytes.
+package struct HistogramDecodeBudget: Sendable {
+    package static let reportSlots = 1 << 28
+    /// Slots still allowed.
+    package var remainingSlots: Int
+    package init(slots: Int = HistogramDecodeBudget.reportSlots) { remainingSlots = slots }
+}
+
 /// A report that does not have the shape this build writes.
 package struct ReportFormatError: Error, Sendable, CustomStringConvertible {
     package var path: String
@@ -165,6 +185,12 @@ package struct ReportFormatError: Error, Sendable, CustomStringConvertible {
         self.reason = reason
     }
     package var description: String { "\(path): \(reason)" }
+}
+
+/// `a + b`, or `UInt64.max` where that overflows: sums of counts read from files saturate, never trap or wrap.
+package func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
+    let (sum, overflow) = a.addingReportingOverflow(b)
+    return overflow ? .max : sum
 }
 
 func rate(_ count: UInt64, _ seconds: Double) -> Double { seconds > 0 ? rounded(Double(count) / seconds) : 0 }

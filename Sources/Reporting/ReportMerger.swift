@@ -35,8 +35,21 @@ package enum ReportMerger {
                 seen[shard.index] = report.source
             }
         }
+        // One run given twice (the same file, a copy, or a merge of it) would count every sample twice.
+        var seenRuns: [String: String] = [:]
+        for report in reports {
+            for id in report.runIdentities {
+                if let other = seenRuns[id] {
+                    throw MergeError(description: "\(report.source) and \(other) hold the same run (id \(id)); "
+                        + "each run merges once")
+                }
+                seenRuns[id] = report.source
+            }
+        }
         var merged = first.result
         merged.shard = nil
+        merged.runID = RunResult.newRunID()
+        merged.mergedRunIDs = reports.flatMap(\.runIdentities)
         merged.mergedFrom = reports.map { report in
             report.result.shard.map { "\(report.source) (shard \($0))" } ?? report.source
         }
@@ -50,30 +63,30 @@ package enum ReportMerger {
                 }
                 try add(scenario.metrics, to: &merged.scenarios[index].metrics, at: "scenario \(scenario.scenario.name)",
                         of: report, into: first)
-                merged.scenarios[index].scenario.websocket.connections += scenario.scenario.websocket.connections
+                accumulate(&merged.scenarios[index].scenario.websocket.connections, scenario.scenario.websocket.connections)
             }
             for (index, interval) in other.intervals.enumerated() {
                 if index < merged.intervals.count {
                     try add(interval.metrics, to: &merged.intervals[index].metrics, at: "interval \(index + 1)",
                             of: report, into: first)
-                    merged.intervals[index].liveConnections += interval.liveConnections
+                    accumulate(&merged.intervals[index].liveConnections, interval.liveConnections)
                     merged.intervals[index].end = max(merged.intervals[index].end, interval.end)
                 } else {
                     merged.intervals.append(interval)
                 }
             }
             merged.invariants.add(other.invariants)
-            merged.loops += other.loops
+            accumulate(&merged.loops, other.loops)
             merged.startedAt = min(merged.startedAt, other.startedAt)
             merged.endedAt = max(merged.endedAt, other.endedAt)
             merged.elapsed = max(merged.elapsed, other.elapsed)
             merged.interruptedBy = merged.interruptedBy ?? other.interruptedBy
             merged.abortedBy = merged.abortedBy ?? other.abortedBy
-            merged.unfinishedConnections += other.unfinishedConnections
+            accumulate(&merged.unfinishedConnections, other.unfinishedConnections)
             // Each shard has its own server: the same timeline hit each shard's connections.
             for (index, record) in other.chaos.enumerated() {
                 if index < merged.chaos.count && merged.chaos[index].action == record.action {
-                    merged.chaos[index].affected += record.affected
+                    accumulate(&merged.chaos[index].affected, record.affected)
                     merged.chaos[index].firedAt = max(merged.chaos[index].firedAt, record.firedAt)
                 } else {
                     merged.chaos.append(record)
@@ -82,12 +95,13 @@ package enum ReportMerger {
             // Peaks from different processes cannot be added exactly (their 100 ms slots differ); the sums
             // bound the combined peaks from above.
             if let storm = other.reconnectStorm {
+                let before = merged.reconnectStorm ?? .init(peakReconnectsPer100ms: 0, peakDropsPer100ms: 0)
                 merged.reconnectStorm = .init(
-                    peakReconnectsPer100ms: (merged.reconnectStorm?.peakReconnectsPer100ms ?? 0) + storm.peakReconnectsPer100ms,
-                    peakDropsPer100ms: (merged.reconnectStorm?.peakDropsPer100ms ?? 0) + storm.peakDropsPer100ms)
+                    peakReconnectsPer100ms: saturatingSum(before.peakReconnectsPer100ms, storm.peakReconnectsPer100ms),
+                    peakDropsPer100ms: saturatingSum(before.peakDropsPer100ms, storm.peakDropsPer100ms))
             }
-            merged.liveHandlesAfterStop += other.liveHandlesAfterStop
-            merged.waitingTasksAfterStop += other.waitingTasksAfterStop
+            accumulate(&merged.liveHandlesAfterStop, other.liveHandlesAfterStop)
+            accumulate(&merged.waitingTasksAfterStop, other.waitingTasksAfterStop)
         }
         for (index, scenario) in merged.scenarios.enumerated() {
             if let position = merged.profile.scenarios.firstIndex(where: { $0.name == scenario.scenario.name }) {
@@ -113,6 +127,12 @@ package enum ReportMerger {
         } catch {
             throw MergeError(description: "\(report.source): \(place): \(error.description)")
         }
+    }
+
+    /// `total += value` for counts read from reports (non-negative, up to 2^53 each): saturates at `Int.max`.
+    private static func accumulate(_ total: inout Int, _ value: Int) {
+        let (sum, overflow) = total.addingReportingOverflow(value)
+        total = overflow ? .max : sum
     }
 
     private static func layout(_ histogram: Histogram) -> String {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import JSON
 import Profile
@@ -42,7 +43,7 @@ package struct LoadedReport: Sendable {
     }
 
     package init(document: JSONValue, source: String) throws(ReportFormatError) {
-        let reader = FieldReader(source: source)
+        var reader = FieldReader(source: source)
         guard let schema = document["schema"]?.stringValue else {
             throw reader.error("schema", "missing: is this a wsload report?")
         }
@@ -65,7 +66,7 @@ package struct LoadedReport: Sendable {
         guard let started = parseTimestamp(try reader.string(run, "start", at: "run")),
             let ended = parseTimestamp(try reader.string(run, "end", at: "run"))
         else { throw reader.error("run.start", "not an ISO 8601 time") }
-        let elapsed = try reader.number(run, "elapsedSeconds", at: "run")
+        let elapsed = try reader.duration(try reader.number(run, "elapsedSeconds", at: "run"), at: "run.elapsedSeconds")
         guard let seed = UInt64(try reader.string(run, "seed", at: "run")) else { throw reader.error("run.seed", "not a seed") }
         var shard: Shard?
         if let text = run["shard"]?.stringValue {
@@ -81,7 +82,7 @@ package struct LoadedReport: Sendable {
             guard let position = profile.scenarios.firstIndex(where: { $0.name == name }) else {
                 throw reader.error(path + ".name", "\"\(name)\" is not a scenario of the embedded profile")
             }
-            if let connections = entry["connections"]?.integerValue {
+            if let connections = try reader.optionalCount(entry, "connections", at: path) {
                 profile.scenarios[position].websocket.connections = connections
             }
             let metrics = try reader.metrics(try reader.value(entry, "metrics", at: path), at: path + ".metrics")
@@ -92,9 +93,9 @@ package struct LoadedReport: Sendable {
         for (index, entry) in try reader.array(document, "intervals").enumerated() {
             let path = "intervals[\(index)]"
             intervals.append(.init(
-                start: .milliseconds(Int64((try reader.number(entry, "start", at: path) * 1000).rounded())),
-                end: .milliseconds(Int64((try reader.number(entry, "end", at: path) * 1000).rounded())),
-                liveConnections: entry["connections"]?.integerValue ?? 0,
+                start: try reader.duration(try reader.number(entry, "start", at: path), at: path + ".start"),
+                end: try reader.duration(try reader.number(entry, "end", at: path), at: path + ".end"),
+                liveConnections: try reader.optionalCount(entry, "connections", at: path) ?? 0,
                 metrics: try reader.metrics(try reader.value(entry, "metrics", at: path), at: path + ".metrics")))
         }
         var invariants = InvariantReport()
@@ -107,30 +108,54 @@ package struct LoadedReport: Sendable {
         }
         // Optional extras: read when well-formed (they do not change any figure a merge computes).
         var chaos: [RunResult.ChaosRecord] = []
-        for entry in document["chaos"]?.arrayValue ?? [] {
+        // Well-formed but out of range (NaN, negative, 1e300 seconds) is refused like any other bad number.
+        for (index, entry) in (document["chaos"]?.arrayValue ?? []).enumerated() {
             guard let at = entry["at"]?.numberValue, let firedAt = entry["firedAt"]?.numberValue,
-                let action = entry["action"]?.stringValue, let affected = entry["affected"]?.integerValue
+                let action = entry["action"]?.stringValue, entry["affected"]?.integerValue != nil
             else { continue }
-            chaos.append(.init(at: .milliseconds(Int64((at * 1000).rounded())),
-                               firedAt: .milliseconds(Int64((firedAt * 1000).rounded())), action: action, affected: affected))
+            let path = "chaos[\(index)]"
+            chaos.append(.init(
+                at: try reader.duration(at, at: path + ".at"), firedAt: try reader.duration(firedAt, at: path + ".firedAt"),
+                action: action, affected: try reader.optionalCount(entry, "affected", at: path) ?? 0))
         }
         var reconnectStorm: RunResult.ReconnectStorm?
-        if let storm = run["reconnectStorm"], let reconnects = storm["peakReconnectsPer100ms"]?.integerValue,
-            let drops = storm["peakDropsPer100ms"]?.integerValue
+        if let storm = run["reconnectStorm"], storm["peakReconnectsPer100ms"]?.integerValue != nil,
+            storm["peakDropsPer100ms"]?.integerValue != nil
         {
+            let path = "run.reconnectStorm"
+            let reconnects = try reader.optionalCount(storm, "peakReconnectsPer100ms", at: path) ?? 0
+            let drops = try reader.optionalCount(storm, "peakDropsPer100ms", at: path) ?? 0
             reconnectStorm = .init(peakReconnectsPer100ms: UInt64(reconnects), peakDropsPer100ms: UInt64(drops))
         }
+        let loops = try reader.optionalCount(document["host"] ?? .null, "loops", at: "host") ?? 0
+        let runID = try reader.optionalRunID(run)
+        var mergedRunIDs: [String] = []
+        for (index, id) in (run["mergedRunIds"]?.arrayValue ?? []).enumerated() {
+            guard let text = id.stringValue, !text.isEmpty, text.utf8.count <= 100 else {
+                throw reader.error("run.mergedRunIds[\(index)]", "expected a run id")
+            }
+            mergedRunIDs.append(text)
+        }
         result = RunResult(
-            profile: profile, seed: seed, loops: document["host"]?["loops"]?.integerValue ?? 0, startedAt: started,
-            endedAt: ended, elapsed: .milliseconds(Int64((elapsed * 1000).rounded())),
+            profile: profile, seed: seed, loops: loops, startedAt: started, endedAt: ended, elapsed: elapsed,
             interruptedBy: run["interruptedBy"]?.stringValue, abortedBy: run["abortedBy"]?.stringValue,
             scenarios: scenarios, total: total, intervals: intervals,
-            unfinishedConnections: run["unfinishedConnections"]?.integerValue ?? 0,
-            liveHandlesAfterStop: run["liveHandlesAfterStop"]?.integerValue ?? 0,
-            waitingTasksAfterStop: run["waitingTasksAfterStop"]?.integerValue ?? 0, shard: shard,
+            unfinishedConnections: try reader.optionalCount(run, "unfinishedConnections", at: "run") ?? 0,
+            liveHandlesAfterStop: try reader.optionalCount(run, "liveHandlesAfterStop", at: "run") ?? 0,
+            waitingTasksAfterStop: try reader.optionalCount(run, "waitingTasksAfterStop", at: "run") ?? 0, shard: shard,
             mergedFrom: run["mergedFrom"]?.arrayValue?.compactMap(\.stringValue) ?? [], invariants: invariants,
             chaos: chaos, reconnectStorm: reconnectStorm)
         if run["incomplete"]?.boolValue == true { result.recoveredFrom = run["recoveredFrom"]?.stringValue ?? "a run journal" }
+        result.runID = runID
+        result.mergedRunIDs = mergedRunIDs
+    }
+
+    /// The runs this report counts, for merge's duplicate check: its merged ids, else its own id, else
+    /// (a report from before run ids) `sha256:` of its document, so the same old file given twice is caught.
+    package var runIdentities: [String] {
+        if !result.mergedRunIDs.isEmpty { return result.mergedRunIDs }
+        if let id = result.runID { return [id] }
+        return ["sha256:" + Crypto.hex(Crypto.sha256(Array(document.formatted(pretty: false).utf8)))]
     }
 }
 
@@ -143,6 +168,36 @@ private func parseTimestamp(_ text: String) -> Date? {
 /// Reads fields by dotted path and fails with the path that is missing or of the wrong kind.
 private struct FieldReader {
     let source: String
+    /// The histogram slots this report may still allocate (see ``HistogramDecodeBudget``).
+    var budget = HistogramDecodeBudget()
+
+    /// The most seconds a time in a report may be (about 31 years): beyond it, milliseconds stop being exact
+    /// and `Int64(seconds * 1000)` would trap.
+    static let maximumSeconds = 1e9
+
+    /// A report time in seconds as a duration; NaN, ±inf, negative and over ``maximumSeconds`` are refused.
+    func duration(_ seconds: Double, at path: String) throws(ReportFormatError) -> Duration {
+        guard seconds.isFinite, seconds >= 0, seconds <= Self.maximumSeconds else {
+            throw error(path, "\(seconds) is not a time in seconds (0 to \(Int(Self.maximumSeconds)))")
+        }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+    }
+
+    /// `run.id`: nil when absent (a report from before run ids); otherwise a non-empty string of at most 100 bytes.
+    func optionalRunID(_ run: JSONValue) throws(ReportFormatError) -> String? {
+        guard let value = run["id"], value != .null else { return nil }
+        guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 100 else {
+            throw error("run.id", "expected a run id (a string)")
+        }
+        return text
+    }
+
+    /// An optional non-negative integer (nil when absent or not an integer, as before); a negative one is refused.
+    func optionalCount(_ root: JSONValue, _ key: String, at prefix: String) throws(ReportFormatError) -> Int? {
+        guard let value = root[key]?.integerValue else { return nil }
+        guard value >= 0 else { throw error(prefix + "." + key, "\(value) is negative, not a count") }
+        return value
+    }
 
     func error(_ path: String, _ reason: String) -> ReportFormatError {
         ReportFormatError(path: "\(source): \(path)", reason: reason)
@@ -178,9 +233,9 @@ private struct FieldReader {
         return elements
     }
 
-    func metrics(_ value: JSONValue, at path: String) throws(ReportFormatError) -> MetricSet {
+    mutating func metrics(_ value: JSONValue, at path: String) throws(ReportFormatError) -> MetricSet {
         do {
-            return try MetricSet(json: value, path: path)
+            return try MetricSet(json: value, path: path, budget: &budget)
         } catch {
             throw ReportFormatError(path: "\(source): \(error.path)", reason: error.reason)
         }

@@ -31,10 +31,10 @@ package enum RunHTML {
         body += "<section id=\"throughput\"><h2>Throughput and connections</h2><div class=\"pair\">"
         body += SVGChart(id: "messages-per-second", title: "messages received per second",
                          series: [.init(name: "msgs/s", color: palette[0], points: rate(result, .messagesReceived))],
-                         xAxis: .seconds, yFormat: { grouped(Int($0.rounded())) }).render()
+                         xAxis: .seconds, yFormat: { grouped(saturated($0.rounded())) }).render()
         body += SVGChart(id: "connections", title: "open connections",
                          series: [.init(name: "connections", color: palette[3], points: result.intervals.map { ($0.end.seconds, Double($0.liveConnections)) })],
-                         xAxis: .seconds, yFormat: { grouped(Int($0.rounded())) }).render()
+                         xAxis: .seconds, yFormat: { grouped(saturated($0.rounded())) }).render()
         body += "</div></section>"
         body += errorsSection(result.total)
         body += invariantsSection(result.invariants)
@@ -80,7 +80,7 @@ package enum RunHTML {
         if let first = base.first { throughput.append(.init(name: "base", color: palette[0], points: rate(first, .messagesReceived), isDashed: true)) }
         if let first = head.first { throughput.append(.init(name: "head", color: palette[2], points: rate(first, .messagesReceived))) }
         body += SVGChart(id: "messages-per-second", title: "messages received per second (first run of each side)",
-                         series: throughput, xAxis: .seconds, yFormat: { grouped(Int($0.rounded())) }).render()
+                         series: throughput, xAxis: .seconds, yFormat: { grouped(saturated($0.rounded())) }).render()
         body += "</section>"
         return page(title: "wsload compare", body: body)
     }
@@ -100,8 +100,8 @@ package enum RunHTML {
             let actual: String
             if let value = outcome.actual {
                 switch (outcome.threshold.metric.kind, outcome.threshold.statistic) {
-                case (.latency, .count), (.throughput, .count): actual = grouped(Int(value))
-                case (.throughput, _): actual = formatBytes(Int64(value * 1024)) + "/s"
+                case (.latency, .count), (.throughput, .count): actual = grouped(saturated(value))
+                case (.throughput, _): actual = formatBytes(saturatedInt64(value * 1024)) + "/s"
                 case (.latency, _): actual = formatMicroseconds(value)
                 case (_, .rate): actual = String(format: "%.3f%%", value * 100)
                 default: actual = String(format: "%.1f", value)
@@ -119,7 +119,7 @@ package enum RunHTML {
         var html = "<table><tr><th>metric</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>"
         for metric in MetricCatalog.latencies {
             guard let histogram = metrics[histogram: metric], histogram.totalCount > 0 else { continue }
-            html += "<tr><td>\(escape(metric.name))</td><td>\(grouped(Int(histogram.totalCount)))</td>"
+            html += "<tr><td>\(escape(metric.name))</td><td>\(grouped(saturated(histogram.totalCount)))</td>"
             for percentile in [50.0, 90, 99, 99.9] {
                 html += "<td>\(formatMicroseconds(Double(histogram.value(atPercentile: percentile))))</td>"
             }
@@ -127,7 +127,7 @@ package enum RunHTML {
         }
         html += "</table><table><tr><th>counter</th><th>count</th></tr>"
         for name in metrics.counters.keys.sorted() {
-            html += "<tr><td>\(escape(name))</td><td>\(grouped(Int(metrics.counters[name]!)))</td></tr>"
+            html += "<tr><td>\(escape(name))</td><td>\(grouped(saturated(metrics.counters[name]!)))</td></tr>"
         }
         return html + "</table>"
     }
@@ -137,8 +137,8 @@ package enum RunHTML {
         for name in invariants.checked.keys.sorted() {
             let violations = invariants.violations[name] ?? 0
             let example = invariants.examples[name]?.first.map { "actor \($0.actor): \($0.detail)" } ?? ""
-            html += "<tr class=\"\(violations == 0 ? "pass" : "fail")\"><td>\(escape(name))</td><td>\(grouped(Int(invariants.checked[name]!)))</td>"
-                + "<td>\(grouped(Int(violations)))</td><td class=\"text\">\(escape(example))</td></tr>"
+            html += "<tr class=\"\(violations == 0 ? "pass" : "fail")\"><td>\(escape(name))</td><td>\(grouped(saturated(invariants.checked[name]!)))</td>"
+                + "<td>\(grouped(saturated(violations)))</td><td class=\"text\">\(escape(example))</td></tr>"
         }
         return html + "</table></section>"
     }
@@ -147,12 +147,12 @@ package enum RunHTML {
         var html = "<section id=\"errors\"><h2>Errors and close codes</h2><div class=\"pair\"><table><tr><th>error</th><th>count</th></tr>"
         if metrics.errors.isEmpty { html += "<tr><td colspan=\"2\">none</td></tr>" }
         for code in metrics.errors.keys.sorted() {
-            html += "<tr><td>\(escape(code))</td><td>\(grouped(Int(metrics.errors[code]!)))</td></tr>"
+            html += "<tr><td>\(escape(code))</td><td>\(grouped(saturated(metrics.errors[code]!)))</td></tr>"
         }
         html += "</table><table><tr><th>close code</th><th>disconnects</th></tr>"
         if metrics.disconnects.isEmpty { html += "<tr><td colspan=\"2\">none</td></tr>" }
         for code in metrics.disconnects.keys.sorted() {
-            html += "<tr><td>\(code)</td><td>\(grouped(Int(metrics.disconnects[code]!)))</td></tr>"
+            html += "<tr><td>\(code)</td><td>\(grouped(saturated(metrics.disconnects[code]!)))</td></tr>"
         }
         return html + "</table></div></section>"
     }
@@ -199,8 +199,8 @@ package enum RunHTML {
     static func format(_ value: Double, _ unit: String) -> String {
         switch unit {
         case Metric.Unit.microseconds.rawValue: formatMicroseconds(value)
-        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(Int64(value * 1024)) + "/s"
-        case "/s": grouped(Int(value.rounded()))
+        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(saturatedInt64(value * 1024)) + "/s"
+        case "/s": grouped(saturated(value.rounded()))
         default: String(format: "%.3f%%", value * 100)
         }
     }
@@ -225,6 +225,21 @@ package enum RunHTML {
 
         """
     }
+}
+
+/// A count for display as an `Int`: counts past `Int.max` (summed from files) show as `Int.max`, not trap.
+package func saturated(_ value: UInt64) -> Int { Int(clamping: value) }
+
+/// A figure for display as an `Int`, rounded toward zero: NaN shows as 0 and ±inf or out-of-range values as
+/// `Int.min`/`Int.max` (report numbers are checked when read; this keeps display from ever trapping).
+package func saturated(_ value: Double) -> Int { Int(saturatedInt64(value)) }
+
+/// `Int64(value)` that never traps: NaN → 0, out of range → `Int64.min`/`Int64.max`.
+package func saturatedInt64(_ value: Double) -> Int64 {
+    if value.isNaN { return 0 }
+    if value >= 0x1p63 { return .max }
+    if value < -0x1p63 { return .min }
+    return Int64(value)
 }
 
 /// 1234567 → "1,234,567".

@@ -66,7 +66,9 @@ package enum RunReport {
             run["incomplete"] = .bool(true)
             run["recoveredFrom"] = .string(journal)
         }
+        if let id = result.runID { run["id"] = .string(id) }
         if !result.mergedFrom.isEmpty { run["mergedFrom"] = .array(result.mergedFrom.map { .string($0) }) }
+        if !result.mergedRunIDs.isEmpty { run["mergedRunIds"] = .array(result.mergedRunIDs.map { .string($0) }) }
         report["run"] = .object(run)
         report["scenarios"] = .array(result.scenarios.map { scenario in
             let websocket = scenario.scenario.websocket
@@ -159,25 +161,53 @@ package enum RunReport {
     }
 
     /// Writes `text` to `path` atomically: a temporary file in the same directory, then a rename, so a
-    /// reader never sees half a report. Creates the directory if needed.
+    /// reader never sees half a report. Creates the directory if needed. The temporary is created with
+    /// `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0644: a file or symlink planted at its name is never written
+    /// through (another name is tried).
     package static func writeAtomically(_ text: String, to path: String) throws {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        do {
-            try Data(text.utf8).write(to: temporary)
-        } catch {
+        var temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
+        var descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        var attempts = 1
+        while descriptor < 0 && errno == EEXIST && attempts < 8 {
+            // Something is already at that name (a stale temporary, or a planted symlink): use a fresh name.
+            temporary = directory.appendingPathComponent(
+                ".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp").path
+            descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            attempts += 1
+        }
+        guard descriptor >= 0 else { throw writeError("cannot create \(temporary)") }
+        let failure: String? = Array(text.utf8).withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return String(cString: strerror(written < 0 ? errno : EIO)) }
+                offset += written
+            }
+            return nil
+        }
+        let closed = close(descriptor) == 0 ? nil : String(cString: strerror(errno))
+        if let reason = failure ?? closed {
             // A write cut short (disk full, file-size limit) must not leave its partial file behind.
-            try? FileManager.default.removeItem(at: temporary)
+            unlink(temporary)
+            throw CocoaError(
+                .fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot write \(temporary): \(reason)"])
+        }
+        guard rename(temporary, url.path) == 0 else {
+            let error = writeError("cannot rename into \(path)")
+            // The rename's failure is the error to report; a temporary that cannot be removed either adds nothing.
+            unlink(temporary)
             throw error
         }
-        guard rename(temporary.path, url.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            // The rename's failure is the error to report; a temporary that cannot be removed either adds nothing.
-            try? FileManager.default.removeItem(at: temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot rename into \(path): \(reason)"])
-        }
+    }
+
+    /// The error of the last failed system call, described with `what`.
+    private static func writeError(_ what: String) -> CocoaError {
+        let reason = String(cString: strerror(errno))
+        return CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(what): \(reason)"])
     }
 
     /// The commit of the git checkout around the working directory, read from `.git` without running git.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Profile
 
@@ -71,6 +72,15 @@ package struct RunResult: Sendable {
     package var shard: Shard?
     /// For a merged result: the reports it was merged from.
     package var mergedFrom: [String] = []
+    /// The run's random identity (`run.id`, 32 hex digits from OpenSSL's CSPRNG): merge refuses to count one
+    /// run twice. nil for a report read back that was written before reports had ids.
+    package var runID: String? = RunResult.newRunID()
+    /// For a merged result: the ids of every run it adds up (`run.mergedRunIds`; an id-less report counts as
+    /// `sha256:` of its document).
+    package var mergedRunIDs: [String] = []
+
+    /// A fresh run id: 16 random bytes as lowercase hex.
+    package static func newRunID() -> String { Crypto.hex(Crypto.randomBytes(16)) }
     /// What the correctness oracle checked and found.
     package var invariants = InvariantReport()
     /// The chaos timeline as it happened.

@@ -136,7 +136,8 @@ package func escape(_ text: String) -> String {
 /// A coordinate with at most one decimal (small files, stable output).
 private func n(_ value: Double) -> String {
     let tenths = (value * 10).rounded() / 10
-    return tenths == tenths.rounded() ? String(Int64(tenths)) : "\(tenths)"
+    // Coordinates stay within the plot, but a guard keeps ±inf (a zero scale) from trapping Int64(_:).
+    return tenths == tenths.rounded() && abs(tenths) < 0x1p62 ? String(Int64(tenths)) : "\(tenths)"
 }
 
 private func pow10(_ exponent: Double) -> Double { exp(exponent * log(10)) }

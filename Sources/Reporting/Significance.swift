@@ -98,7 +98,9 @@ package enum Significance {
             // Normal approximation (Box–Muller), rounded and kept non-negative.
             let u1 = random.nextUnit() + 1e-300, u2 = random.nextUnit()
             let normal = (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
-            return UInt64(max(0, (mean + normal * mean.squareRoot()).rounded()))
+            // Counts merged from reports reach UInt64.max, where a draw above the mean is 2^64 or more.
+            let draw = max(0, (mean + normal * mean.squareRoot()).rounded())
+            return draw >= 0x1p64 ? .max : UInt64(draw)
         }
         // Knuth: multiply uniforms until below e^-mean.
         let limit = exp(-mean)

@@ -139,8 +139,8 @@ enum CompareCommand: Subcommand {
     static func format(_ value: Double, unit: String) -> String {
         switch unit {
         case Metric.Unit.microseconds.rawValue: formatMicroseconds(value)
-        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(Int64(value * 1024)) + "/s"
-        case "/s": grouped(Int(value.rounded()))
+        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(saturatedInt64(value * 1024)) + "/s"
+        case "/s": grouped(saturated(value.rounded()))
         default: String(format1: value * 100) + "%"
         }
     }
@@ -152,7 +152,7 @@ enum CompareCommand: Subcommand {
 
     static func describePValue(_ p: Double) -> String {
         guard p >= 0.001 else { return "p<0.001" }
-        let thousandths = Int((p * 1000).rounded())
+        let thousandths = saturated((p * 1000).rounded())
         return thousandths >= 1000 ? "p=1.000" : "p=0." + String(thousandths).leftPadded(to: 3, with: "0")
     }
 

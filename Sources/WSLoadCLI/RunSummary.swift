@@ -35,12 +35,12 @@ enum RunSummary {
         if result.total.errors.isEmpty {
             lines.append("errors: none")
         } else {
-            lines.append("errors: " + result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped(Int($0.value)))" }
+            lines.append("errors: " + result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped(saturated($0.value)))" }
                 .joined(separator: ", "))
         }
         if let storm = result.reconnectStorm {
-            lines.append("reconnect storm: at most \(grouped(Int(storm.peakReconnectsPer100ms))) reconnects in 100 ms, against "
-                + "\(grouped(Int(storm.peakDropsPer100ms))) drops in 100 ms (the bound without jitter)")
+            lines.append("reconnect storm: at most \(grouped(saturated(storm.peakReconnectsPer100ms))) reconnects in 100 ms, against "
+                + "\(grouped(saturated(storm.peakDropsPer100ms))) drops in 100 ms (the bound without jitter)")
         }
         if !result.chaos.isEmpty {
             lines.append("chaos: " + result.chaos.map { "\($0.action) at \(formatDuration($0.firedAt)) (\(grouped($0.affected)) connections)" }
@@ -49,14 +49,14 @@ enum RunSummary {
         if result.unfinishedConnections > 0 {
             lines.append("\(result.unfinishedConnections) connections did not close within gracefulStop and were cancelled")
         }
-        let checks = result.invariants.checked.values.reduce(0, +)
+        let checks = result.invariants.checked.values.reduce(0, saturatingSum)
         if result.invariantsHeld {
-            lines.append("invariants: held (\(grouped(Int(checks))) checks)")
+            lines.append("invariants: held (\(grouped(saturated(checks))) checks)")
         } else {
-            lines.append(paint("invariants: \(grouped(Int(result.invariants.violationCount))) violations", "31")
-                + " in \(grouped(Int(checks))) checks")
+            lines.append(paint("invariants: \(grouped(saturated(result.invariants.violationCount))) violations", "31")
+                + " in \(grouped(saturated(checks))) checks")
             for name in result.invariants.violations.keys.sorted() where result.invariants.violations[name]! > 0 {
-                lines.append("  ✗ \(name): \(grouped(Int(result.invariants.violations[name]!)))")
+                lines.append("  ✗ \(name): \(grouped(saturated(result.invariants.violations[name]!)))")
                 for example in result.invariants.examples[name]?.prefix(2) ?? [] {
                     lines.append("      actor \(example.actor) (\(example.scenario)): \(example.detail)")
                     for event in example.history.suffix(4) { lines.append("        " + event) }
@@ -76,16 +76,16 @@ enum RunSummary {
     static func metricLines(_ metrics: MetricSet, seconds: Double) -> [String] {
         var lines: [String] = []
         let opened = metrics.counter(.connectionsOpened)
-        let codes = metrics.disconnects.sorted { $0.key < $1.key }.map { "\($0.key): \(grouped(Int($0.value)))" }
-        lines.append("  connections   opened \(grouped(Int(opened))), reconnects \(grouped(Int(metrics.counter(.reconnects)))), "
-            + "disconnects \(grouped(Int(metrics.disconnectCount)))" + (codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"))
+        let codes = metrics.disconnects.sorted { $0.key < $1.key }.map { "\($0.key): \(grouped(saturated($0.value)))" }
+        lines.append("  connections   opened \(grouped(saturated(opened))), reconnects \(grouped(saturated(metrics.counter(.reconnects)))), "
+            + "disconnects \(grouped(saturated(metrics.disconnectCount)))" + (codes.isEmpty ? "" : " (" + codes.joined(separator: ", ") + ")"))
         let sent = metrics.counter(.messagesSent)
         let received = metrics.counter(.messagesReceived)
-        let rate = seconds > 0 ? Int((Double(received) / seconds).rounded()) : 0
-        var messages = "  messages      sent \(grouped(Int(sent))), received \(grouped(Int(received))) (\(grouped(rate))/s)"
-        if let lost = metrics[counter: .messagesLost] { messages += ", lost \(grouped(Int(lost)))" }
-        if let dropped = metrics[counter: .messagesDropped] { messages += ", dropped \(grouped(Int(dropped)))" }
-        if let missed = metrics[counter: .messagesMissed] { messages += ", missed \(grouped(Int(missed)))" }
+        let rate = seconds > 0 ? saturated((Double(received) / seconds).rounded()) : 0
+        var messages = "  messages      sent \(grouped(saturated(sent))), received \(grouped(saturated(received))) (\(grouped(rate))/s)"
+        if let lost = metrics[counter: .messagesLost] { messages += ", lost \(grouped(saturated(lost)))" }
+        if let dropped = metrics[counter: .messagesDropped] { messages += ", dropped \(grouped(saturated(dropped)))" }
+        if let missed = metrics[counter: .messagesMissed] { messages += ", missed \(grouped(saturated(missed)))" }
         if let scheduled = metrics[counter: .messagesScheduled], scheduled > 0 {
             messages += ", \(String(format1: Double(received) / Double(scheduled) * 100))% of schedule delivered"
         }
@@ -96,25 +96,25 @@ enum RunSummary {
                 "\($0.0) \(formatMicroseconds(Double(histogram.value(atPercentile: $0.1))))"
             }
             lines.append("  " + metric.name.padding(toWidth: 22) + figures.joined(separator: "  ")
-                + "  max \(formatMicroseconds(Double(histogram.maximum)))  (n=\(grouped(Int(histogram.totalCount))))")
+                + "  max \(formatMicroseconds(Double(histogram.maximum)))  (n=\(grouped(saturated(histogram.totalCount))))")
         }
         return lines
     }
 
     static func transferLines(_ metrics: MetricSet, seconds: Double) -> [String] {
         let completed = metrics.counter(.transfersCompleted)
-        let bytes = Int64(metrics.counter(.transferBytesReceived) + metrics.counter(.transferBytesSent))
+        let bytes = Int64(clamping: saturatingSum(metrics.counter(.transferBytesReceived), metrics.counter(.transferBytesSent)))
         let perSecond = seconds > 0 ? Double(completed) / seconds : 0
-        var transfers = "  transfers     started \(grouped(Int(metrics.counter(.transfersStarted)))), "
-            + "completed \(grouped(Int(completed))) (\(String(format1: perSecond))/s), failed \(grouped(Int(metrics.counter(.transfersFailed))))"
+        var transfers = "  transfers     started \(grouped(saturated(metrics.counter(.transfersStarted)))), "
+            + "completed \(grouped(saturated(completed))) (\(String(format1: perSecond))/s), failed \(grouped(saturated(metrics.counter(.transfersFailed))))"
         let repeats: [(Metric, String)] = [(.transferRetries, "retries"), (.transferResumes, "resumes"), (.transferRestarts, "restarts")]
         for (metric, label) in repeats {
-            if let count = metrics[counter: metric], count > 0 { transfers += ", \(label) \(grouped(Int(count)))" }
+            if let count = metrics[counter: metric], count > 0 { transfers += ", \(label) \(grouped(saturated(count)))" }
         }
         var lines = [transfers]
         let statuses = metrics.counters.keys.compactMap { name in MetricFamily.httpStatus.tag(of: name).map { (name, $0) } }
-            .sorted { $0.0 < $1.0 }.map { "\($0.1): \(grouped(Int(metrics.counters[$0.0]!)))" }
-        lines.append("  bytes         \(formatBytes(bytes)) (\(formatBytes(Int64(seconds > 0 ? Double(bytes) / seconds : 0)))/s)"
+            .sorted { $0.0 < $1.0 }.map { "\($0.1): \(grouped(saturated(metrics.counters[$0.0]!)))" }
+        lines.append("  bytes         \(formatBytes(bytes)) (\(formatBytes(saturatedInt64(seconds > 0 ? Double(bytes) / seconds : 0)))/s)"
             + (statuses.isEmpty ? "" : ", statuses " + statuses.joined(separator: ", ")))
         for metric in [Metric.timeToFirstByte, .transferDuration] {
             guard let histogram = metrics[histogram: metric], histogram.totalCount > 0 else { continue }
@@ -122,11 +122,11 @@ enum RunSummary {
                 "\($0.0) \(formatMicroseconds(Double(histogram.value(atPercentile: $0.1))))"
             }
             lines.append("  " + metric.name.padding(toWidth: 22) + figures.joined(separator: "  ")
-                + "  max \(formatMicroseconds(Double(histogram.maximum)))  (n=\(grouped(Int(histogram.totalCount))))")
+                + "  max \(formatMicroseconds(Double(histogram.maximum)))  (n=\(grouped(saturated(histogram.totalCount))))")
         }
         if let histogram = metrics[histogram: .throughput], histogram.totalCount > 0 {
             let figures = [("p50", 50.0), ("p10", 10), ("p1", 1)].map {
-                "\($0.0) \(formatBytes(Int64(histogram.value(atPercentile: $0.1)) * 1024))/s"
+                "\($0.0) \(formatBytes(Int64(clamping: histogram.value(atPercentile: $0.1)).multipliedSaturated(by: 1024)))/s"
             }
             lines.append("  " + Metric.throughput.name.padding(toWidth: 22) + figures.joined(separator: "  ")
                 + "  (per transfer; p10 is the slowest tenth)")
@@ -137,20 +137,29 @@ enum RunSummary {
     static func describe(_ outcome: RunResult.ThresholdResult) -> String {
         guard let actual = outcome.actual else { return "no samples" }
         switch (outcome.threshold.metric.kind, outcome.threshold.statistic) {
-        case (.latency, .count), (.throughput, .count): return grouped(Int(actual))
-        case (.throughput, _): return formatBytes(Int64(actual * 1024)) + "/s"
+        case (.latency, .count), (.throughput, .count): return grouped(saturated(actual))
+        case (.throughput, _): return formatBytes(saturatedInt64(actual * 1024)) + "/s"
         case (.latency, _): return formatMicroseconds(actual)
         case (_, .rate): return String(format1: actual * 100) + "%"
         case (_, .perSecond): return String(format1: actual) + "/s"
-        default: return grouped(Int(actual))
+        default: return grouped(saturated(actual))
         }
+    }
+}
+
+extension Int64 {
+    /// `self * factor`, or `Int64.max`/`.min` where that overflows (display of figures read from files).
+    func multipliedSaturated(by factor: Int64) -> Int64 {
+        let (product, overflow) = multipliedReportingOverflow(by: factor)
+        return overflow ? ((self < 0) != (factor < 0) ? .min : .max) : product
     }
 }
 
 extension String {
     /// One decimal place, without Foundation's format strings.
     init(format1 value: Double) {
-        let scaled = (value * 10).rounded()
-        self = "\(Int64(scaled) / 10).\(abs(Int64(scaled) % 10))"
+        // NaN and figures beyond Int64 (crafted reports) must print something, not trap.
+        let scaled = saturatedInt64((value * 10).rounded())
+        self = "\(scaled / 10).\((scaled % 10).magnitude)"
     }
 }

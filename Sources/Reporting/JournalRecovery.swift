@@ -115,6 +115,7 @@ package struct JournalRecovery: Sendable {
             total: total, intervals: intervals, unfinishedConnections: 0, liveHandlesAfterStop: 0, waitingTasksAfterStop: 0,
             shard: header.shard, mergedFrom: [], invariants: invariants, chaos: [], reconnectStorm: nil)
         result.recoveredFrom = name
+        if let id = header.runID { result.runID = id }  // the run's own id: merge refuses it beside the run's report
         toolVersion = header.toolVersion
         commit = header.commit
         self.warnings = warnings
@@ -128,6 +129,7 @@ package struct JournalRecovery: Sendable {
         var startedAt: Date
         var toolVersion: String
         var commit: String?
+        var runID: String?
     }
 
     private struct IntervalRecord {
@@ -174,8 +176,13 @@ package struct JournalRecovery: Sendable {
             }
             profile.scenarios[index].websocket.connections = connections
         }
+        var runID: String?
+        if let id = run["id"] {
+            guard let text = id.stringValue, !text.isEmpty, text.utf8.count <= 100 else { throw fail("run.id: expected a run id") }
+            runID = text
+        }
         return Header(profile: profile, seed: seed, shard: shard, loops: loops, startedAt: startedAt, toolVersion: toolVersion,
-                      commit: record["tool"]?["commit"]?.stringValue)
+                      commit: record["tool"]?["commit"]?.stringValue, runID: runID)
     }
 
     /// The longest span an interval bound may name (about 31 years): keeps every conversion to milliseconds exact.

@@ -35,6 +35,9 @@ package final class RunJournal: Sendable {
     private let toolVersion: String
     private let commit: String?
     private let reportPath: @Sendable (Date) -> String
+    /// The run's id, chosen before it starts: written in the header, so the report of the finished run and a report
+    /// recovered from its journal carry the same `run.id` (merge then refuses both together).
+    package let runID = RunResult.newRunID()
 
     /// - Parameter reportPath: where the run's report will be written, given the run's start time (the default
     ///   report name holds it); the journal is that path + ``suffix``.
@@ -60,7 +63,7 @@ package final class RunJournal: Sendable {
         let path = Self.path(forReport: report)
         let header = Self.headerRecord(
             profile: profile, seed: seed, shard: shard, loops: loops, startedAt: startedAt, report: report,
-            toolVersion: toolVersion, commit: commit)
+            toolVersion: toolVersion, commit: commit, runID: runID)
         state.withLock { state in
             guard state.descriptor < 0, !state.isClosed else { return }
             do {
@@ -148,12 +151,12 @@ package final class RunJournal: Sendable {
 
     /// The first line: everything a report holds that is not an interval's.
     static func headerRecord(profile: Profile, seed: UInt64, shard: Shard?, loops: Int, startedAt: Date, report: String,
-                             toolVersion: String, commit: String?) -> JSONValue {
+                             toolVersion: String, commit: String?, runID: String) -> JSONValue {
         let document = RunReport.sanitizedProfile(profile.document)
         let digest = Crypto.hex(Crypto.sha256(Array(document.formatted(pretty: false).utf8)))
         var run: JSONObject = [
             "start": .string(RunReport.timestamp(startedAt)), "plannedSeconds": .number(profile.duration.seconds),
-            "seed": .string(String(seed)), "loops": JSONValue(loops),
+            "seed": .string(String(seed)), "loops": JSONValue(loops), "id": .string(runID),
         ]
         if let shard { run["shard"] = .string(shard.description) }
         return [

@@ -133,7 +133,8 @@ enum RunCommand: Subcommand {
             output.printError(exit == .internalError
                 ? "Internal error (a bug in wsload; please report it): \(error)" : "Error: \(error)")
             return exit
-        case .success(let value):
+        case .success(var value):
+            value.runID = journal.runID  // the id the journal's header already gave the run
             result = value
         }
 

@@ -62,6 +62,8 @@ struct RunJournalTests {
         #expect(report.result.total.counter(.messagesSent) > 0, "the run measured something before it died")
         let summary = await runCLIArray(["report", out])
         #expect(summary.output.contains("INCOMPLETE"), "\(summary.output)")
+        let runID = try #require(journaled.first?["run"]?["id"]?.stringValue, "the header names the run's id")
+        #expect(report.result.runID == runID, "the recovered report keeps the run's id, so merge refuses it twice")
     }
 
     @Test("a completed run (--report-dir) writes its report and removes the journal")

@@ -44,8 +44,16 @@ enum DownloadCommand: Subcommand {
           --quiet                 Print nothing but errors.
           -h, --help              Show help information.
 
-        EXIT CODES: 0 downloaded; 1 the transfer failed (resume data kept); 64 usage; 74 a local file error
-        (disk full, file-size limit, permissions); 130 interrupted (resume data kept).
+        Resume data or a session journal made for another URL or file is never applied: a resume file for another
+        URL is set aside (the download starts fresh), and a session whose journal holds an unfinished download of
+        another URL or into another file is refused (finish it with its own command, or use another --session).
+        Credentials (--token-env, credential --header values such as Cookie or X-Api-Key) go only to the URL's own
+        origin: a redirect to another scheme, host or port is followed without them, one from https to http is
+        refused. URL queries are shown as ?… in messages.
+
+        EXIT CODES: 0 downloaded; 1 the transfer failed (resume data kept); 64 usage; 65 the session journal is
+        unreadable (too large) or holds another download; 74 a local file error (disk full, file-size limit,
+        permissions); 130 interrupted (resume data kept).
 
         """
 
@@ -118,7 +126,11 @@ enum DownloadCommand: Subcommand {
                 return .interrupted
             }
             output.printError("Error: \(error)" + (error.resumeData != nil ? "\nThe partial file is kept; run the same command again to resume." : ""))
-            return error.code == .file ? .ioError : .failure
+            switch error.code {
+            case .file: return .ioError
+            case .invalidRequest: return .invalidInput
+            default: return .failure
+            }
         }
     }
 
@@ -156,6 +168,10 @@ enum DownloadCommand: Subcommand {
             let parts = header.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, !parts[0].isEmpty else { throw UsageError("--header: \"\(header)\" is not \"Name: value\"") }
             let name = String(parts[0]).filter { $0 != " " }
+            // A CR or LF (or any control byte) would end the header line and inject what follows: refused.
+            guard !header.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw UsageError("--header: \"\(printable(header, limit: 80))\" holds a control character (CR, LF, …)")
+            }
             guard name.lowercased() != "authorization" else { throw UsageError("--header: pass tokens with --token-env, not on the command line") }
             configuration.headers.add(name: name, value: String(parts[1].drop { $0 == " " }))
         }
@@ -198,7 +214,11 @@ enum DownloadCommand: Subcommand {
             if let data = try? ResumeData(serialized: bytes), data.destination == options.output,
                 (try? HTTPURL(data.url)) != nil  // a URL that no longer parses: start fresh
             {
-                resumeData = data
+                if data.belongs(to: options.url, destination: options.output) {
+                    resumeData = data
+                } else if !options.isQuiet {
+                    output.printError("wsload download: \(resumePath) is for another URL; starting fresh")
+                }
             }
         }
         reserveRoomForResumeData(at: resumePath + ".tmp", options)
@@ -259,6 +279,16 @@ enum DownloadCommand: Subcommand {
             let undelivered = await session.undeliveredTaskIDs
             if unfinished.isEmpty && undelivered.isEmpty {
                 try await session.add(.download(options.request))
+            } else {
+                for id in unfinished + undelivered {
+                    guard let journaled = await session.downloadRequest(of: id) else { continue }
+                    if journaled.url.resourceIdentity != options.url.resourceIdentity || journaled.destination != options.output {
+                        return .failure(TransferError(.invalidRequest, "session \(identifier) holds an unfinished download of "
+                            + "\(journaled.url.redactedDescription) into \(journaled.destination), not of "
+                            + "\(options.url.redactedDescription) into \(options.output): run that command again to finish it, "
+                            + "or use another --session"))
+                    }
+                }
             }
             try await session.run(onProgress: { _, written in bar.update(written: written, expected: nil) },
                                   onCompletion: { completion in completions.withLock { $0.append(completion) } })

@@ -175,7 +175,8 @@ package actor DownloadTask {
         var delay = Duration.zero
         if let date = request.earliestBeginDate {
             let now = WallClock.secondsSince1970()
-            if date > now { delay = .nanoseconds(Int64((date - now) * 1e9)) }
+            // The date may come from a journal: capped at a year so a crafted 1e300 cannot trap Int64(_:).
+            if date > now { delay = .nanoseconds(Int64(min(date - now, 365 * 86_400) * 1e9)) }
         }
         if let discretionary = configuration.discretionaryDelay, discretionary > .zero {
             delay += .nanoseconds(Int64.random(in: 0...discretionary.nanoseconds, using: &random))

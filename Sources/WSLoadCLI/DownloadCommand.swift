@@ -332,7 +332,7 @@ enum DownloadCommand: Subcommand {
             let seconds = Double(result.duration.nanoseconds) / 1e9
             let rate = seconds > 0 ? Double(result.bytesTransferred) / seconds : 0
             var text = "wsload download: \(output): \(formatBytes(result.length)) in \(formatDuration(result.duration))"
-                + " (\(formatBytes(Int64(rate)))/s), \(result.segments) segment\(result.segments == 1 ? "" : "s") over"
+                + " (\(formatBytes(saturatingInt64(rate)))/s), \(result.segments) segment\(result.segments == 1 ? "" : "s") over"
                 + " \(result.connectionsOpened) connection\(result.connectionsOpened == 1 ? "" : "s")"
             if result.isRangeFallback { text += " (the server ignores ranges: one stream)" }
             if result.isResumed { text += ", resumed: \(formatBytes(result.bytesReused)) kept, \(formatBytes(result.bytesTransferred)) fetched" }
@@ -392,15 +392,16 @@ final class ProgressBar: Sendable {
         let seconds = Double(now - state.start) / 1e9
         let rate = seconds > 0 ? Double(state.written) / seconds : 0
         guard let expected = state.expected, expected > 0 else {
-            return "\(formatBytes(state.written))  \(formatBytes(Int64(rate)))/s"
+            return "\(formatBytes(state.written))  \(formatBytes(saturatingInt64(rate)))/s"
         }
         let fraction = min(1, Double(state.written) / Double(expected))
         let width = 30
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "=", count: filled) + (filled < width ? ">" : "") + String(repeating: " ", count: max(0, width - filled - 1))
         let remaining = rate > 0 ? Double(expected - state.written) / rate : 0
-        return "[\(bar)] \(Int(fraction * 100))% \(formatBytes(state.written))/\(formatBytes(expected))  \(formatBytes(Int64(rate)))/s"
-            + "  ETA \(Int(remaining))s"
+        // The expected length is the server's: a huge Content-Length over a trickle gives an ETA no Int holds.
+        return "[\(bar)] \(Int(fraction * 100))% \(formatBytes(state.written))/\(formatBytes(expected))"
+            + "  \(formatBytes(saturatingInt64(rate)))/s  ETA \(saturatingInt64(remaining))s"
     }
 }
 
@@ -408,4 +409,10 @@ private func monotonicNanoseconds() -> UInt64 {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)
     return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+}
+
+/// `value` as an Int64, clamped to 0...Int64.max (NaN gives 0): rates and ETAs derived from what a server sent.
+private func saturatingInt64(_ value: Double) -> Int64 {
+    guard value.isFinite, value > 0 else { return 0 }
+    return value >= 9.2e18 ? .max : Int64(value)
 }

@@ -141,6 +141,33 @@ struct HostileTransferServerTests {
         #expect(scratch.contents.isEmpty)
     }
 
+    @Test("tls.serverName is the original origin's: a redirect to another https host is verified against its own name")
+    func serverNameStaysWithItsOrigin() async throws {
+        let certificates = try TestCertificates.shared.get()
+        let serverTLS = try TLSContext(role: .server, configuration: TLSConfiguration(
+            certificateChainFile: certificates.leafCertificate, privateKeyFile: certificates.leafKey))
+        let scratch = try TransferScratch()
+        // The certificate names localhost; the configured name is another host's. Applied to the redirect
+        // target, it fails verification (tls_verify); kept to the original origin, the download succeeds.
+        let configuration = TransferConfiguration(
+            tls: try TLSContext(role: .client, configuration: TLSConfiguration(caFile: certificates.caFile)),
+            serverName: "origin.example")
+        let result = try await withLoopGroup { group in
+            let loop = group.loops[0]
+            return try await withHostileServer(on: loop, tls: serverTLS, script: respond(
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")) { https in
+                try await withHostileServer(on: loop, script: respond(
+                    "HTTP/1.1 302 Found\r\nLocation: https://localhost:\(https)/f\r\nContent-Length: 0\r\n\r\n")) { http in
+                    let request = DownloadRequest(url: try HTTPURL("http://127.0.0.1:\(http)/start"), destination: scratch.file("f"))
+                    return try await onLoop(loop) {
+                        try await DownloadTask(request: request, configuration: configuration, loop: loop).run()
+                    }
+                }
+            }
+        }
+        #expect(result.length == 2)
+    }
+
     @Test("a flood of 1xx interim responses fails with http_protocol, not a wait for the request timeout")
     func interimFlood() async throws {
         let scratch = try TransferScratch()

@@ -5,6 +5,10 @@ import Runtime
 // 206's Content-Range checked against what was asked.
 extension DownloadTask {
     /// Sends a GET (following redirects) and returns a 2xx or 416 response whose body is still unread.
+    ///
+    /// Credentials (the bearer token, credential headers) and the configured TLS server name go only to the
+    /// request's own origin (scheme, host, port): a redirect elsewhere is followed without them, and one from
+    /// https to http is refused (`insecure_redirect`).
     func open(
         headers: HTTPHeaders, reusing reused: HTTPClientConnection? = nil
     ) async throws -> (HTTPClientConnection, HTTPResponseHead) {
@@ -17,7 +21,8 @@ extension DownloadTask {
                 candidate = existing
             } else {
                 reused?.close()
-                candidate = try await HTTPClientConnection.connect(to: target, configuration: configuration, on: loop)
+                candidate = try await HTTPClientConnection.connect(to: target, configuration: configuration, on: loop,
+                                                                   trustedOrigin: TransferOrigin(request.url))
                 connectionsOpened += 1
             }
             let isReused = reused != nil && candidate === reused
@@ -34,25 +39,32 @@ extension DownloadTask {
                 return (connection, head)
             case 301, 302, 303, 307, 308:
                 guard let location = head.headers["Location"] else {
-                    throw TransferError(.httpStatus, "\(head.status) from \(target) without Location", status: head.status)
+                    throw TransferError(.httpStatus, "\(head.status) from \(target.redactedDescription) without Location",
+                                        status: head.status)
                 }
                 _ = try await connection.readBody(framing: framing, limit: 64 * 1024)
                 if !connection.isReusable { release(connection) } else { reused = connection }
+                let next: HTTPURL
                 do {
-                    target = try target.resolving(location)
+                    next = try target.resolving(location)
                 } catch {
-                    throw TransferError(.httpStatus, "bad redirect: \(error)", status: head.status)
+                    throw TransferError(.httpStatus, "bad redirect: \(printable(error.description, limit: 240))", status: head.status)
                 }
+                guard next.isSecure || !target.isSecure else {
+                    throw TransferError(.insecureRedirect, "\(head.status) from \(target.redactedDescription) redirects to "
+                                        + "\(next.redactedDescription): https to http is refused", status: head.status)
+                }
+                target = next
             default:
                 // The error page only decorates the status error thrown below; a failure reading it must not mask that.
                 let body = try? await connection.readBody(framing: framing, limit: 512)
                 release(connection)
-                let text = String(decoding: body ?? [], as: UTF8.self).filter { !$0.isNewline }.prefix(120)
-                throw TransferError(.httpStatus, "\(head.status) \(head.reason) from \(target)\(text.isEmpty ? "" : ": \(text)")",
-                                    status: head.status)
+                let text = printable(String(decoding: body ?? [], as: UTF8.self), limit: 120)
+                throw TransferError(.httpStatus, "\(head.status) \(printable(head.reason, limit: 80)) from \(target.redactedDescription)"
+                                    + "\(text.isEmpty ? "" : ": \(text)")", status: head.status)
             }
         }
-        throw TransferError(.tooManyRedirects, "more than \(configuration.maximumRedirects) redirects from \(request.url)")
+        throw TransferError(.tooManyRedirects, "more than \(configuration.maximumRedirects) redirects from \(request.url.redactedDescription)")
     }
 
     /// Sends the GET and reads the response head. On a kept-alive connection the server had already
@@ -69,7 +81,8 @@ extension DownloadTask {
                 || error.runtimeCode == RuntimeError.Code.connectionReset.name)
         {
             release(connection)
-            let fresh = try await HTTPClientConnection.connect(to: target, configuration: configuration, on: loop)
+            let fresh = try await HTTPClientConnection.connect(to: target, configuration: configuration, on: loop,
+                                                               trustedOrigin: TransferOrigin(request.url))
             connectionsOpened += 1
             return try await exchange(on: fresh, isReused: false, target: target, headers: headers)
         }

@@ -71,8 +71,11 @@ package actor DownloadTask {
         self.checkpointInterval = checkpointInterval
         url = request.url
         // The request's URL, not the one in the resume data: redirects are followed again, and the
-        // validators (If-Range) decide whether the bytes on disk still belong to what it names.
-        if let resumeData {
+        // validators (If-Range) decide whether the bytes on disk still belong to what it names. Resume data
+        // of another download (another URL asked for, another destination or partial file) is not applied.
+        if let resumeData, resumeData.belongs(to: request.url, destination: request.destination),
+            resumeData.partPath == request.partPath
+        {
             validators = resumeData.validators
             totalLength = resumeData.totalLength
             plan = resumeData.segments
@@ -89,7 +92,7 @@ package actor DownloadTask {
 
     /// The current resume data (what a failure would hand back).
     package var resumeData: ResumeData {
-        ResumeData(url: url.description, destination: request.destination, partPath: request.partPath, validators: validators,
+        ResumeData(url: url.description, requestURL: request.url.description, destination: request.destination, partPath: request.partPath, validators: validators,
                    totalLength: totalLength, segments: plan)
     }
 
@@ -133,7 +136,7 @@ package actor DownloadTask {
             closeAllConnections()
             var failure = isResourceTimedOut
                 ? TransferError(.resourceTimeout, "the download did not finish within \(configuration.resourceTimeout)")
-                : TransferError.from(error, doing: "download of \(request.url)")
+                : TransferError.from(error, doing: "download of \(request.url.redactedDescription)")
             if failure.code != .digestMismatch && failure.code != .lengthMismatch && bytesWritten > 0 {
                 failure.resumeData = resumeData
                 // Best effort: the failure being thrown is the one to report; an unsynced part file is still resumable.
@@ -172,7 +175,8 @@ package actor DownloadTask {
         var delay = Duration.zero
         if let date = request.earliestBeginDate {
             let now = WallClock.secondsSince1970()
-            if date > now { delay = .nanoseconds(Int64((date - now) * 1e9)) }
+            // The date may come from a journal: capped at a year so a crafted 1e300 cannot trap Int64(_:).
+            if date > now { delay = .nanoseconds(Int64(min(date - now, 365 * 86_400) * 1e9)) }
         }
         if let discretionary = configuration.discretionaryDelay, discretionary > .zero {
             delay += .nanoseconds(Int64.random(in: 0...discretionary.nanoseconds, using: &random))
@@ -210,5 +214,11 @@ package actor DownloadTask {
         url = request.url
     }
 
-    var bytesWritten: Int64 { plan.reduce(0) { $0 + $1.received } }
+    /// Bytes on disk (saturating: a plan from resume data is bounded when decoded, see ``ResumeData``).
+    var bytesWritten: Int64 {
+        plan.reduce(0) { sum, segment in
+            let (total, isOverflow) = sum.addingReportingOverflow(segment.received)
+            return isOverflow ? .max : total
+        }
+    }
 }

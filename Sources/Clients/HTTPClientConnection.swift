@@ -14,6 +14,8 @@ package final class HTTPClientConnection: @unchecked Sendable {
     /// Received bytes not yet consumed (a response head, body bytes, or the next response).
     private var buffer: [UInt8] = []
     private var isTimedOut = false
+    /// Set when the response-head deadline closed the stream (see ``readResponseHead()``).
+    private var isHeadLate = false
     private var lastActivity = LoopClock().now
     private var watchdog: ScheduledTimer?
     private var isWaiting = false
@@ -28,9 +30,13 @@ package final class HTTPClientConnection: @unchecked Sendable {
     /// TCP connect and TLS handshake times, for `http.connect` metrics.
     package let connectDuration: Duration
     package let tlsDuration: Duration?
+    /// Whether this connection reaches the transfer's own origin: only then do requests carry the bearer token
+    /// and the credential headers, and only then was the configured TLS server name used.
+    package let isTrustedOrigin: Bool
 
     private init(loop: EventLoop, origin: String, stream: any ByteStream, configuration: TransferConfiguration,
-                 connectDuration: Duration, tlsDuration: Duration?) {
+                 connectDuration: Duration, tlsDuration: Duration?, isTrustedOrigin: Bool) {
+        self.isTrustedOrigin = isTrustedOrigin
         self.loop = loop
         self.origin = origin
         self.stream = stream
@@ -47,9 +53,12 @@ package final class HTTPClientConnection: @unchecked Sendable {
     static func origin(of url: HTTPURL) -> String { "\(url.isSecure ? "https" : "http")://\(url.hostHeader)" }
 
     /// Connects to `url`'s origin. Call on `loop`'s thread.
+    /// - Parameter trustedOrigin: the origin the transfer was asked for (nil: `url`'s own). Credentials and
+    ///   `serverName` belong to it; a connection to any other origin (a redirect's) gets neither.
     package static func connect(
-        to url: HTTPURL, configuration: TransferConfiguration, on loop: EventLoop
+        to url: HTTPURL, configuration: TransferConfiguration, on loop: EventLoop, trustedOrigin: TransferOrigin? = nil
     ) async throws -> HTTPClientConnection {
+        let isTrusted = trustedOrigin.map { $0 == TransferOrigin(url) } ?? true
         let clock = LoopClock()
         let start = clock.now
         let tcp = try await TCPConnection.connect(host: url.host, port: url.port, on: loop, options: configuration.tcp)
@@ -60,21 +69,29 @@ package final class HTTPClientConnection: @unchecked Sendable {
             let context = try configuration.tls ?? TLSContext(role: .client)
             let deadline = ScheduledTimer(on: loop, after: configuration.requestTimeout) { tcp.close() }
             defer { deadline.cancel() }
-            stream = try await TLSConnection.connect(over: tcp, context: context, serverName: configuration.serverName ?? url.host)
+            stream = try await TLSConnection.connect(over: tcp, context: context, serverName: isTrusted ? configuration.serverName ?? url.host : url.host)
             tlsDuration = connected.duration(to: clock.now)
         }
         return HTTPClientConnection(loop: loop, origin: origin(of: url), stream: stream, configuration: configuration,
-                                    connectDuration: start.duration(to: connected), tlsDuration: tlsDuration)
+                                    connectDuration: start.duration(to: connected), tlsDuration: tlsDuration,
+                                    isTrustedOrigin: isTrusted)
     }
 
-    /// The request head for `method` on `url` with the configuration's headers and auth.
+    /// The request head for `method` on `url` with the configuration's headers and auth. On a connection to
+    /// another origin than the transfer's (``isTrustedOrigin``), no credential goes out: neither the bearer token
+    /// nor a configured header that carries one (``TransferOrigin/isCredentialHeader(_:marked:)``).
     package func requestHead(method: String, url: HTTPURL, headers extra: HTTPHeaders = HTTPHeaders()) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: url.hostHeader)
         headers.add(name: "User-Agent", value: "wsload")
-        for field in configuration.headers { headers.replaceOrAdd(name: field.name, value: field.value) }
+        for field in configuration.headers
+        where isTrustedOrigin || !TransferOrigin.isCredentialHeader(field.name, marked: configuration.credentialHeaderNames) {
+            headers.replaceOrAdd(name: field.name, value: field.value)
+        }
         for field in extra { headers.replaceOrAdd(name: field.name, value: field.value) }
-        if let token = configuration.bearerToken { headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)") }
+        if isTrustedOrigin, let token = configuration.bearerToken {
+            headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
+        }
         return HTTPRequestHead(method: method, target: url.target, headers: headers)
     }
 
@@ -91,13 +108,52 @@ package final class HTTPClientConnection: @unchecked Sendable {
     }
 
     /// Reads the next final response head, skipping 1xx interim responses (RFC 9110 §15.2).
+    ///
+    /// However the bytes come (a trickle that keeps the idle watchdog quiet, a flood of 1xx), the whole head
+    /// must arrive within `responseHeadTimeout` (`timeout`), in at most `maximumInterimResponses` interim
+    /// responses and `maximumHeadSize` bytes for all of them together (`http_protocol`).
     package func readResponseHead() async throws -> HTTPResponseHead {
+        isHeadLate = false
+        let headDeadline = ScheduledTimer(on: loop, after: configuration.responseHeadTimeout ?? configuration.requestTimeout) {
+            [weak self] in
+            guard let self else { return }
+            self.isHeadLate = true
+            self.isReusable = false
+            self.stream.close()
+        }
+        defer { headDeadline.cancel() }
+        do {
+            return try await readResponseHeadBytes()
+        } catch {
+            guard isHeadLate else { throw error }
+            throw TransferError(.requestTimeout, "no complete response head from \(origin) within "
+                                + "\(configuration.responseHeadTimeout ?? configuration.requestTimeout)",
+                                runtimeCode: RuntimeError.Code.timedOut.name)
+        }
+    }
+
+    private func readResponseHeadBytes() async throws -> HTTPResponseHead {
+        var headBytes = 0
+        var interim = 0
         var parser = HTTPHeadParser(maximumHeadSize: configuration.maximumHeadSize)
         while true {
             if let (head, length) = try parser.parseResponse(buffer) {
                 buffer.removeFirst(length)
+                headBytes += length  // each at most maximumHeadSize, and the sum is checked at once: no overflow
                 if (100..<200).contains(head.status) && head.status != 101 {
-                    parser = HTTPHeadParser(maximumHeadSize: configuration.maximumHeadSize)
+                    interim += 1
+                    guard interim <= configuration.maximumInterimResponses else {
+                        isReusable = false
+                        throw TransferError(.httpProtocol, "more than \(configuration.maximumInterimResponses) interim (1xx) "
+                                            + "responses from \(origin)")
+                    }
+                    let room = configuration.maximumHeadSize - headBytes
+                    guard room > 0 else {
+                        isReusable = false
+                        throw TransferError(.httpProtocol, "interim (1xx) responses from \(origin) exceed "
+                                            + "\(configuration.maximumHeadSize) bytes of head")
+                    }
+                    parser = HTTPHeadParser(maximumHeadSize: room)
                     continue
                 }
                 if !head.keepsConnectionAlive { isReusable = false }
@@ -155,6 +211,11 @@ package final class HTTPClientConnection: @unchecked Sendable {
             }
             if try await readMore() == 0 {
                 isReusable = false
+                if case .untilClose = framing, (stream as? TLSConnection)?.isEndedWithoutCloseNotify == true {
+                    // Only the close marks this body's end, and this close is not authenticated: a cut, not an end.
+                    throw TransferError(.truncatedBody, "response body from \(origin) without a length ended after "
+                                        + "\(decoder.bodyBytes) bytes by a TLS EOF without close_notify: it may be truncated")
+                }
                 do {
                     try decoder.finish()
                 } catch {

@@ -11,8 +11,12 @@ package struct TransferConfiguration: Sendable {
     /// SNI and the certificate name; defaults to the URL's host.
     package var serverName: String?
     package var tcp: TCPOptions
-    /// Extra request headers (never `Authorization`: use ``bearerToken``).
+    /// Extra request headers (never `Authorization`: use ``bearerToken``). Those that carry credentials
+    /// (``TransferOrigin/isCredentialHeader(_:marked:)``) are sent only to the request's own origin.
     package var headers: HTTPHeaders
+    /// More header names (lowercased) that hold credentials, such as a profile's header-auth name: like
+    /// `Authorization`, they are dropped on a redirect to another origin.
+    package var credentialHeaderNames: Set<String> = []
     /// Sent as `Authorization: Bearer`; never printed, journaled or written to reports.
     package var bearerToken: String?
     /// `timeoutIntervalForRequest`: a response that sends nothing for this long fails with `timeout`.
@@ -21,8 +25,14 @@ package struct TransferConfiguration: Sendable {
     package var resourceTimeout: Duration
     /// Redirects followed before failing with `too_many_redirects`.
     package var maximumRedirects: Int
-    /// Response heads larger than this fail with `http_protocol`.
+    /// Response heads larger than this fail with `http_protocol`; it also caps the interim (1xx) heads before
+    /// a final one, together.
     package var maximumHeadSize: Int
+    /// Interim (1xx) responses skipped before a final one; more fail with `http_protocol` (a 1xx flood).
+    package var maximumInterimResponses: Int = 16
+    /// The whole response head (interim responses included) must arrive within this after the request was
+    /// sent, however slowly its bytes trickle in (nil: ``requestTimeout``); a late head fails with `timeout`.
+    package var responseHeadTimeout: Duration?
     /// Bodies read into memory (upload answers, error pages) are cut here.
     package var maximumInMemoryBody: Int
     /// Backoff between retries of a failed request or segment.
@@ -78,6 +88,10 @@ package struct TransferError: Error, Sendable, CustomStringConvertible {
         case invalidRequest = "invalid_request"
         case file
         case network
+        /// A redirect from https to http: refused, it would send the request (and what it reveals) in clear.
+        case insecureRedirect = "insecure_redirect"
+        /// A body without a length ended by a TLS EOF without close_notify: it may be cut short (RFC 8446 §6.1).
+        case truncatedBody = "truncated_body"
     }
 
     package var code: Code
@@ -106,7 +120,7 @@ package struct TransferError: Error, Sendable, CustomStringConvertible {
     /// client-side or permanent failure.
     package var isRetryable: Bool {
         switch code {
-        case .network, .requestTimeout: true
+        case .network, .requestTimeout, .truncatedBody: true
         case .httpStatus: status.map { $0 >= 500 || $0 == 408 || $0 == 429 } ?? false
         case .httpProtocol: true  // a connection cut inside a body surfaces as a framing error
         default: false

@@ -83,7 +83,8 @@ package actor TransferSession {
         }
         let replayed = try Self.replay(journal, length: journalLength)
         entries = replayed.entries
-        nextID = (entries.keys.max() ?? 0) + 1
+        // Ids come from the file: integerValue keeps them below 2^53, so the next one cannot overflow.
+        nextID = max(0, entries.keys.max() ?? 0) + 1
         if replayed.validLength != journalLength {
             do {
                 try journal.truncate(to: replayed.validLength)
@@ -102,6 +103,12 @@ package actor TransferSession {
     /// Tasks finished but not yet delivered.
     package var undeliveredTaskIDs: [Int] {
         entries.filter { $0.value.completion != nil && !$0.value.isDelivered }.map(\.key).sorted()
+    }
+
+    /// The download an unfinished or undelivered task of the journal makes (nil for uploads and unknown ids).
+    package func downloadRequest(of taskID: Int) -> DownloadRequest? {
+        guard case .download(let request)? = entries[taskID]?.kind else { return nil }
+        return request
     }
 
     /// Bytes already on disk for an unfinished download (from its last checkpoint).
@@ -294,10 +301,11 @@ package actor TransferSession {
     private static func outcome(_ json: JSONValue) -> TransferCompletion.Outcome? {
         switch json["kind"]?.stringValue {
         case "downloaded":
-            guard let location = json["location"]?.stringValue, let length = json["length"]?.numberValue else { return nil }
+            // integerValue refuses fractions, ±inf and anything beyond 2^53: a crafted 1e19 cannot trap here.
+            guard let location = json["location"]?.stringValue, let length = json["length"]?.integerValue, length >= 0 else { return nil }
             return .downloaded(location: location, length: Int64(length), sha256: json["sha256"]?.stringValue)
         case "uploaded":
-            guard let status = json["status"]?.integerValue, let sent = json["bytesSent"]?.numberValue,
+            guard let status = json["status"]?.integerValue, let sent = json["bytesSent"]?.integerValue, sent >= 0,
                 let sha256 = json["sha256"]?.stringValue
             else { return nil }
             return .uploaded(status: status, bytesSent: Int64(sent), sha256: sha256)
@@ -308,8 +316,16 @@ package actor TransferSession {
         }
     }
 
+    /// The largest journal a session reads back (64 MiB: a week of one checkpoint a second for a few tasks).
+    /// A larger one is refused before it is read, not loaded whole into memory.
+    package static let maximumJournalSize: Int64 = 64 << 20
+
     /// Replays the journal; stops at the first line that does not parse (a torn append) and says where.
     private static func replay(_ journal: DataFile, length: Int64) throws -> (entries: [Int: Entry], validLength: Int64) {
+        guard length <= maximumJournalSize else {
+            throw TransferError(.invalidRequest, "the journal \(journal.path) holds \(length) bytes, more than the "
+                                + "\(maximumJournalSize >> 20) MiB a session reads; remove it (or use another session) to start over")
+        }
         var bytes: [UInt8] = []
         do {
             try journal.read(into: &bytes, count: Int(length), at: 0)
@@ -352,9 +368,10 @@ package actor TransferSession {
         case "download":
             guard let destination = record["destination"]?.stringValue else { return nil }
             return .download(DownloadRequest(
-                url: url, destination: destination, segments: record["segments"]?.integerValue ?? 1,
-                connections: record["connections"]?.integerValue,
-                minimumSegmentSize: Int64(record["minimumSegmentSize"]?.numberValue ?? 1_048_576),
+                // Clamped to what `wsload download` accepts: a crafted count must not plan millions of ranges.
+                url: url, destination: destination, segments: min(1024, record["segments"]?.integerValue ?? 1),
+                connections: record["connections"]?.integerValue.map { min(1024, $0) },
+                minimumSegmentSize: Int64(record["minimumSegmentSize"]?.integerValue ?? 1_048_576),
                 expectedSHA256: record["sha256"]?.stringValue.flatMap(hexBytes),
                 computesDigest: record["computesDigest"]?.boolValue ?? false,
                 earliestBeginDate: record["earliestBeginDate"]?.numberValue))

@@ -143,9 +143,9 @@ package actor UploadTask {
         let body = try await connection.readBody(framing: HTTPBodyFraming(response: head, requestMethod: request.method),
                                                  limit: configuration.maximumInMemoryBody)
         guard (200..<300).contains(head.status) else {
-            let text = String(decoding: body.prefix(120), as: UTF8.self).filter { !$0.isNewline }
-            throw TransferError(.httpStatus, "\(head.status) \(head.reason) from \(request.url)\(text.isEmpty ? "" : ": \(text)")",
-                                status: head.status)
+            let text = printable(String(decoding: body.prefix(120), as: UTF8.self), limit: 120)
+            throw TransferError(.httpStatus, "\(head.status) \(printable(head.reason, limit: 80)) from \(request.url.redactedDescription)"
+                                + "\(text.isEmpty ? "" : ": \(text)")", status: head.status)
         }
         return UploadResult(status: head.status, body: body, bytesSent: sent, sha256: hasher.finalize(),
                             timeToFirstByte: timeToFirstByte, duration: .zero, retries: 0, statuses: statuses)

@@ -192,10 +192,26 @@ package struct LoadRun: Sendable {
             }
             return token
         case .file(let path):
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw LoadRunError(description: "auth.tokenFile: cannot read \(path)")
+            // Sized before it is read, and read at most one byte past the cap: a huge file (or /dev/zero) is
+            // refused without being loaded.
+            let cap = 64 * 1024
+            let bytes: [UInt8]
+            do {
+                let file = try DataFile.open(path, mode: .read)
+                defer { file.close() }
+                guard try file.size() <= Int64(cap) else {
+                    throw LoadRunError(description: "auth.tokenFile: \(path) is larger than 64 KiB")
+                }
+                var buffer: [UInt8] = []
+                try file.read(into: &buffer, count: cap + 1, at: 0)
+                bytes = buffer
+            } catch let error as LoadRunError {
+                throw error
+            } catch {
+                throw LoadRunError(description: "auth.tokenFile: cannot read \(path): \(error)")
             }
-            guard data.count <= 64 * 1024, let text = String(data: data, encoding: .utf8) else {
+            let data = Data(bytes)
+            guard data.count <= cap, let text = String(data: data, encoding: .utf8) else {
                 throw LoadRunError(description: "auth.tokenFile: \(path) is not a UTF-8 token of at most 64 KiB")
             }
             let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -246,14 +262,17 @@ package struct LoadRun: Sendable {
         } else {
             urlText = httpOrigin + "/upload"
         }
+        let shownURL = urlText.split(separator: "?", maxSplits: 1).first.map { String($0) + (urlText.contains("?") ? "?…" : "") } ?? ""
         if let token, case .query(let name)? = profile.authentication?.placement {
-            urlText += (urlText.contains("?") ? "&" : "?") + "\(name)=\(token)"
+            // Percent-encoded (RFC 3986 §3.4): a token with '&', '#', '=' or spaces stays one query value.
+            urlText += (urlText.contains("?") ? "&" : "?") + "\(queryEncoded(name))=\(queryEncoded(token))"
         }
         let url: HTTPURL
         do {
             url = try HTTPURL(urlText)
         } catch {
-            throw LoadRunError(description: "\(path): \"\(urlText)\" is not an http(s) URL (\(error))")
+            // Neither the token nor a signed query goes into the message: the URL is shown without its query.
+            throw LoadRunError(description: "\(path): \"\(shownURL)\" is not an http(s) URL")
         }
         var configuration = TransferConfiguration()
         if url.isSecure || profile.tls.caFile != nil || profile.tls.isInsecure {
@@ -269,7 +288,9 @@ package struct LoadRun: Sendable {
         if let token, let authentication = profile.authentication {
             switch authentication.placement {
             case .bearer: configuration.bearerToken = token
-            case .header(let name): configuration.headers.add(name: name, value: token)
+            case .header(let name):
+                configuration.headers.add(name: name, value: token)
+                configuration.credentialHeaderNames.insert(name.lowercased())  // never sent to a redirect's other origin
             case .query: break
             }
         }
@@ -367,4 +388,23 @@ package struct LoadRun: Sendable {
                                 stopBound: profile.gracefulStop, faults: faults)
         }
     }
+}
+
+/// `text` percent-encoded for a query name or value: everything but RFC 3986's unreserved characters.
+private func queryEncoded(_ text: String) -> String {
+    var output = ""
+    for byte in text.utf8 {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            output.unicodeScalars.append(Unicode.Scalar(byte))
+        default:
+            output += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+        }
+    }
+    return output
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

@@ -108,7 +108,7 @@ struct TransferUser {
     /// File removals here are best effort (`try?`): a file that stays is what the no-temporary-files check just
     /// after reports, so a failed removal is never silent.
     private mutating func download(_ sequence: Int) async {
-        var destination = transfer.directory + "/\(plan.scenario.name)-\(id)-\(sequence).bin"
+        var destination = transfer.directory + "/\(Self.fileStem(plan.scenario.name))-\(id)-\(sequence).bin"
         let scenario = transfer.scenario
         let clock = LoopClock()
         let start = clock.now
@@ -222,7 +222,7 @@ struct TransferUser {
             var form = MultipartForm()
             form.fields = [.init(name: "sequence", value: String(sequence))]
             form.file = (name: "file", fileName: FileSystem.lastComponent(of: file), contentType: contentType, path: file)
-            let path = transfer.directory + "/\(plan.scenario.name)-\(id)-\(sequence).multipart.tmp"
+            let path = transfer.directory + "/\(Self.fileStem(plan.scenario.name))-\(id)-\(sequence).multipart.tmp"
             do {
                 try? FileSystem.remove(path)  // a stale body of an earlier run of this slot, if any
                 _ = try form.write(to: path)
@@ -263,6 +263,24 @@ struct TransferUser {
             if removesBody { try? FileSystem.remove(temporary) }  // the leftover scan reports a body left behind
             ledger.check(.transferNoTemporaryFiles, !FileSystem.exists(temporary), actor: history, "multipart body left behind")
         }
+    }
+
+    // MARK: Paths
+
+    /// A scenario name as one file-name component inside the transfer directory: letters, digits, '-' and '_'
+    /// are kept, every other byte ('/', '.', NUL, spaces, non-ASCII) becomes '_', and at most 64 of them. A
+    /// name such as `../../x` thus names `______x-…` in the directory, never a file outside it.
+    static func fileStem(_ name: String) -> String {
+        let bytes = name.utf8.prefix(64).map { byte -> UInt8 in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"):
+                byte
+            default:
+                UInt8(ascii: "_")
+            }
+        }
+        return bytes.isEmpty ? "scenario" : String(decoding: bytes, as: UTF8.self)
     }
 
     // MARK: Recording

@@ -15,6 +15,10 @@ public final class TLSConnection: ByteStream {
     nonisolated(unsafe) private var ciphertext: [UInt8] = []
     nonisolated(unsafe) private var isShutdownSent = false
     nonisolated(unsafe) private var readFailure: RuntimeError?
+    /// True once a read ended because the peer closed TCP without sending close_notify first. Such an end
+    /// is reported as EOF (many servers end so), but it is not authenticated: whoever can reset the TCP
+    /// connection can cut a body whose end only the close marks (RFC 8446 §6.1), so such a body is truncated.
+    nonisolated(unsafe) public private(set) var isEndedWithoutCloseNotify = false
 
     private init(tcp: TCPConnection, context: TLSContext) throws(RuntimeError) {
         loop = tcp.loop
@@ -172,7 +176,9 @@ public final class TLSConnection: ByteStream {
                 return 0
             case SSL_ERROR_SYSCALL where ERR_peek_error() == 0,
                  SSL_ERROR_SSL where isUnexpectedEOF():
-                // The peer closed TCP without close_notify: many servers do; treat as end of stream.
+                // The peer closed TCP without close_notify: many servers do; treat as end of stream, and remember
+                // it for callers whose framing depends on the close being the peer's own.
+                isEndedWithoutCloseNotify = true
                 buffer.removeSubrange(start...)
                 return 0
             default:

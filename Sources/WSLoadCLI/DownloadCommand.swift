@@ -44,8 +44,16 @@ enum DownloadCommand: Subcommand {
           --quiet                 Print nothing but errors.
           -h, --help              Show help information.
 
-        EXIT CODES: 0 downloaded; 1 the transfer failed (resume data kept); 64 usage; 74 a local file error
-        (disk full, file-size limit, permissions); 130 interrupted (resume data kept).
+        Resume data or a session journal made for another URL or file is never applied: a resume file for another
+        URL is set aside (the download starts fresh), and a session whose journal holds an unfinished download of
+        another URL or into another file is refused (finish it with its own command, or use another --session).
+        Credentials (--token-env, credential --header values such as Cookie or X-Api-Key) go only to the URL's own
+        origin: a redirect to another scheme, host or port is followed without them, one from https to http is
+        refused. URL queries are shown as ?… in messages.
+
+        EXIT CODES: 0 downloaded; 1 the transfer failed (resume data kept); 64 usage; 65 the session journal is
+        unreadable (too large) or holds another download; 74 a local file error (disk full, file-size limit,
+        permissions); 130 interrupted (resume data kept).
 
         """
 
@@ -118,7 +126,11 @@ enum DownloadCommand: Subcommand {
                 return .interrupted
             }
             output.printError("Error: \(error)" + (error.resumeData != nil ? "\nThe partial file is kept; run the same command again to resume." : ""))
-            return error.code == .file ? .ioError : .failure
+            switch error.code {
+            case .file: return .ioError
+            case .invalidRequest: return .invalidInput
+            default: return .failure
+            }
         }
     }
 
@@ -196,7 +208,11 @@ enum DownloadCommand: Subcommand {
             if let data = try? ResumeData(serialized: bytes), data.destination == options.output,
                 (try? HTTPURL(data.url)) != nil  // a URL that no longer parses: start fresh
             {
-                resumeData = data
+                if data.belongs(to: options.url, destination: options.output) {
+                    resumeData = data
+                } else if !options.isQuiet {
+                    output.printError("wsload download: \(resumePath) is for another URL; starting fresh")
+                }
             }
         }
         reserveRoomForResumeData(at: resumePath + ".tmp", options)
@@ -257,6 +273,16 @@ enum DownloadCommand: Subcommand {
             let undelivered = await session.undeliveredTaskIDs
             if unfinished.isEmpty && undelivered.isEmpty {
                 try await session.add(.download(options.request))
+            } else {
+                for id in unfinished + undelivered {
+                    guard let journaled = await session.downloadRequest(of: id) else { continue }
+                    if journaled.url.resourceIdentity != options.url.resourceIdentity || journaled.destination != options.output {
+                        return .failure(TransferError(.invalidRequest, "session \(identifier) holds an unfinished download of "
+                            + "\(journaled.url.redactedDescription) into \(journaled.destination), not of "
+                            + "\(options.url.redactedDescription) into \(options.output): run that command again to finish it, "
+                            + "or use another --session"))
+                    }
+                }
             }
             try await session.run(onProgress: { _, written in bar.update(written: written, expected: nil) },
                                   onCompletion: { completion in completions.withLock { $0.append(completion) } })
@@ -300,7 +326,7 @@ enum DownloadCommand: Subcommand {
             let seconds = Double(result.duration.nanoseconds) / 1e9
             let rate = seconds > 0 ? Double(result.bytesTransferred) / seconds : 0
             var text = "wsload download: \(output): \(formatBytes(result.length)) in \(formatDuration(result.duration))"
-                + " (\(formatBytes(Int64(rate)))/s), \(result.segments) segment\(result.segments == 1 ? "" : "s") over"
+                + " (\(formatBytes(saturatingInt64(rate)))/s), \(result.segments) segment\(result.segments == 1 ? "" : "s") over"
                 + " \(result.connectionsOpened) connection\(result.connectionsOpened == 1 ? "" : "s")"
             if result.isRangeFallback { text += " (the server ignores ranges: one stream)" }
             if result.isResumed { text += ", resumed: \(formatBytes(result.bytesReused)) kept, \(formatBytes(result.bytesTransferred)) fetched" }
@@ -360,15 +386,16 @@ final class ProgressBar: Sendable {
         let seconds = Double(now - state.start) / 1e9
         let rate = seconds > 0 ? Double(state.written) / seconds : 0
         guard let expected = state.expected, expected > 0 else {
-            return "\(formatBytes(state.written))  \(formatBytes(Int64(rate)))/s"
+            return "\(formatBytes(state.written))  \(formatBytes(saturatingInt64(rate)))/s"
         }
         let fraction = min(1, Double(state.written) / Double(expected))
         let width = 30
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "=", count: filled) + (filled < width ? ">" : "") + String(repeating: " ", count: max(0, width - filled - 1))
         let remaining = rate > 0 ? Double(expected - state.written) / rate : 0
-        return "[\(bar)] \(Int(fraction * 100))% \(formatBytes(state.written))/\(formatBytes(expected))  \(formatBytes(Int64(rate)))/s"
-            + "  ETA \(Int(remaining))s"
+        // The expected length is the server's: a huge Content-Length over a trickle gives an ETA no Int holds.
+        return "[\(bar)] \(Int(fraction * 100))% \(formatBytes(state.written))/\(formatBytes(expected))"
+            + "  \(formatBytes(saturatingInt64(rate)))/s  ETA \(saturatingInt64(remaining))s"
     }
 }
 
@@ -376,4 +403,10 @@ private func monotonicNanoseconds() -> UInt64 {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)
     return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+}
+
+/// `value` as an Int64, clamped to 0...Int64.max (NaN gives 0): rates and ETAs derived from what a server sent.
+private func saturatingInt64(_ value: Double) -> Int64 {
+    guard value.isFinite, value > 0 else { return 0 }
+    return value >= 9.2e18 ? .max : Int64(value)
 }

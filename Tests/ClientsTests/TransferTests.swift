@@ -510,6 +510,7 @@ final class RequestLog: @unchecked Sendable {
     private var requests: [HTTPRequestHead] = []
     func append(_ request: HTTPRequestHead) { lock.withLock { requests.append(request) } }
     var targets: [String] { lock.withLock { requests.map(\.target) } }
+    var requestHeads: [HTTPRequestHead] { lock.withLock { requests } }
     var authorization: [String] { lock.withLock { requests.compactMap { $0.headers["Authorization"] } } }
 }
 

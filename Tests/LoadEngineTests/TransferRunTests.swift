@@ -107,3 +107,59 @@ struct TransferRunTests {
         #expect(result.invariants.violations[Invariant.transferDigest.rawValue] == 2)
     }
 }
+
+@Suite("Transfer scenario paths and tokens", .serialized, .timeLimit(.minutes(3)))
+struct TransferPathTests {
+    @Test("a scenario named ../../x writes its downloads inside the transfer directory, never beside or above it")
+    func scenarioNameConfined() async throws {
+        let root = NSTemporaryDirectory() + "wsload-confine-\(UInt32.random(in: 0...UInt32.max))"
+        let directory = root + "/d1/d2"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let result = try await transferRun("""
+            {"name": "../../x", "kind": "download", "connections": 1,
+             "transfer": {"size": "4KiB", "repeats": 1, "directory": "\(directory)", "keepFiles": true}}
+            """)
+        #expect(result.total.errorCount == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["d1"], "a file escaped the transfer directory")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root + "/d1") == ["d2"])
+        let kept = try FileManager.default.contentsOfDirectory(atPath: directory)
+        #expect(kept.count == 1 && kept.allSatisfy { !$0.contains("/") && $0.hasSuffix("-0-0.bin") }, "\(kept)")
+    }
+
+    @Test("a query token is percent-encoded into the transfer URL; a token file larger than 64 KiB is refused unread")
+    func queryTokenAndTokenFile() async throws {
+        let scratch = NSTemporaryDirectory() + "wsload-token-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        // '#' would cut the URL at a fragment and ' ' would be refused: encoded, the token is one query value.
+        let tokenFile = scratch + "/token"
+        try "a b#c&d".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let result = try await withServer { server in
+            try await LoadRun(profile: try profile("""
+                {"version": 1, "name": "t", "target": "\(server.url)", "duration": "30s", "seed": 3,
+                 "auth": {"tokenFile": "\(tokenFile)", "type": "query", "name": "access_token"},
+                 "scenarios": [{"name": "dl", "kind": "download", "connections": 1, "transfer": {"size": "4KiB", "repeats": 1}}]}
+                """)).run()
+        }
+        #expect(result.total.errorCount == 0, "\(result.total)")
+        #expect(result.scenarios.first?.metrics.count("http.transfers_completed") == 1)
+        let huge = scratch + "/huge"
+        FileManager.default.createFile(atPath: huge, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: huge))
+        try handle.truncate(atOffset: 100 << 20)  // sparse: 100 MiB that must not be read
+        try handle.close()
+        do {
+            _ = try await withServer { server in
+                try await LoadRun(profile: try profile("""
+                    {"version": 1, "name": "t", "target": "\(server.url)", "duration": "30s", "seed": 3,
+                     "auth": {"tokenFile": "\(huge)", "type": "query", "name": "access_token"},
+                     "scenarios": [{"name": "dl", "kind": "download", "connections": 1, "transfer": {"size": "4KiB", "repeats": 1}}]}
+                    """)).run()
+            }
+            Issue.record("a 100 MiB token file was accepted")
+        } catch {
+            #expect("\(error)".contains("larger than 64 KiB"), "\(error)")
+        }
+    }
+}

@@ -44,13 +44,18 @@ extension HTTPService {
         }
         let hasher = SHA256Hasher()
         var scanner = boundary.map { MultipartScanner(boundary: $0) }
-        let total = try await readBody(framing, buffer: &buffer) { bytes, received in
-            if received > maximum {
-                throw HTTPParseError(offset: Int(received), reason: "upload exceeds \(maximum) bytes (serve --max-upload)")
+        let total: Int64
+        do {
+            total = try await readBody(framing, buffer: &buffer) { bytes, received in
+                if received > maximum { throw UploadTooLarge() }
+                hasher.update(bytes)
+                try file?.write(bytes, at: received - Int64(bytes.count))
+                scanner?.feed(bytes)
             }
-            hasher.update(bytes)
-            try file?.write(bytes, at: received - Int64(bytes.count))
-            scanner?.feed(bytes)
+        } catch is UploadTooLarge {
+            // A chunked body gives no length up front: it is refused when it passes the limit.
+            try await refuse(413, "Content Too Large", "the limit is \(maximum) bytes (serve --max-upload)\n")
+            return false
         }
         completed = true
         server.statistics.uploads.add(1, ordering: .relaxed)
@@ -67,6 +72,9 @@ extension HTTPService {
                              keepAlive: keepAlive, extra: ["Content-Type": "application/json"])
         return keepAlive
     }
+
+    /// A body without a declared length went past ``ServerConfiguration/maximumUploadSize``.
+    private struct UploadTooLarge: Error {}
 
     private enum UploadFileError: Error {
         case exists

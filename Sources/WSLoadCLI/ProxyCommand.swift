@@ -26,7 +26,7 @@ enum ProxyCommand: Subcommand {
           --max-connections <n>   Forward at most n connections at once; a client past it is closed at once.
                                   0: no cap. (default: 16384)
           --idle-timeout <duration>
-                                  Close a connection that moves no byte either way for this long (0: never).
+                                  Close a connection that moves no byte either way for this long (0s: never).
                                   (default: 300s)
           --chaos <json>          A timeline: [{"at": "20s", "action": "kill"}, {"at": "40s", "action": "restart",
                                   "for": "2s"}, {"at": "60s", "action": "stall", "for": "5s", "fraction": 0.5},

@@ -58,6 +58,7 @@ enum ServeCommand: Subcommand {
           --write-timeout <duration>
                                   Close an HTTP connection that does not read a response write for this long.
                                   (default: 30s)
+                                  A timeout of 0s means no limit.
           --seed <n>              Seed for chaos draws.
           --duration <duration>   Stop after this long.
           -h, --help              Show help information.

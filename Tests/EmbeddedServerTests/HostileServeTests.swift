@@ -17,8 +17,7 @@ struct HostileServeTests {
                            "/bytes/8?throttle=0", "/bytes/8?drop_after=-5", "/bytes/8?fail_rate=nan", "/bytes/8?fail_rate=1e308",
                            "/files/", "/files/..", "/files/%2e%2e%2fetc%2fpasswd", "/upload?=", "/%", "/?%=%"]
             for target in targets {
-                let peer = try await RawPeer.connect(port: server.port, on: loop)
-                try await peer.send("GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                let peer = try await RawPeer.connect(port: server.port, on: loop, sending: "GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 try await peer.read()
                 peer.close()
                 #expect(peer.statuses.count == 1 && peer.statuses.allSatisfy { [200, 400, 404, 405].contains($0) },
@@ -27,8 +26,7 @@ struct HostileServeTests {
                 guard server.isRunning else { return }
             }
             for range in ["bytes=99999999999999999999-", "bytes=-0", "bytes=5-2", "bytes=-99999999999999999999", "bytes=0-,", "bytes=9223372036854775807-"] {
-                let peer = try await RawPeer.connect(port: server.port, on: loop)
-                try await peer.send("GET /bytes/8 HTTP/1.1\r\nHost: x\r\nRange: \(range)\r\nConnection: close\r\n\r\n")
+                let peer = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /bytes/8 HTTP/1.1\r\nHost: x\r\nRange: \(range)\r\nConnection: close\r\n\r\n")
                 try await peer.read()
                 peer.close()
                 #expect(peer.statuses.count == 1 && [200, 206, 416].contains(peer.statuses[0]), "Range \(range): \(peer.text.prefix(200))")
@@ -42,8 +40,7 @@ struct HostileServeTests {
     func zeroThrottle() async throws {
         let server = try await ServerChild.serve(["--http-throttle", "0"])
         try await withLoopGroup(loopCount: 1) { group in
-            let peer = try await RawPeer.connect(port: server.port, on: group.loops[0])
-            try await peer.send("GET /bytes/5000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let peer = try await RawPeer.connect(port: server.port, on: group.loops[0], sending: "GET /bytes/5000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             try await peer.read()
             peer.close()
             #expect(peer.statuses == [200] && peer.received.count > 5000, "\(peer.text.prefix(200))")
@@ -57,9 +54,8 @@ struct HostileServeTests {
         let server = try await ServerChild.serve([])
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
-            let peer = try await RawPeer.connect(port: server.port, on: loop)
             let smuggled = "GET /bytes/7 HTTP/1.1\r\nHost: x\r\n\r\n"
-            try await peer.send("GET /bytes/5 HTTP/1.1\r\nHost: x\r\nContent-Length: \(smuggled.utf8.count)\r\n\r\n\(smuggled)"
+            let peer = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /bytes/5 HTTP/1.1\r\nHost: x\r\nContent-Length: \(smuggled.utf8.count)\r\n\r\n\(smuggled)"
                 + "GET /bytes/3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             try await peer.read()
             peer.close()
@@ -67,8 +63,7 @@ struct HostileServeTests {
             #expect(peer.text.contains("Content-Length: 5\r\n") && peer.text.contains("Content-Length: 3\r\n"), "\(peer.text)")
             #expect(!peer.text.contains("Content-Length: 7\r\n"), "the body was served as a request: \(peer.text)")
             // A GET body past the discard limit is refused with 413 and the connection closed.
-            let large = try await RawPeer.connect(port: server.port, on: loop)
-            try await large.send("GET /bytes/5 HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n" + String(repeating: "a", count: 1000))
+            let large = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /bytes/5 HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n" + String(repeating: "a", count: 1000))
             #expect(try await large.read(), "the connection stays open after a refused body")
             large.close()
             #expect(large.statuses == [413], "\(large.text.prefix(300))")
@@ -92,9 +87,8 @@ struct HostileServeTests {
                 "GET /bytes/5\tHTTP/1.1 HTTP/1.1\r\nHost: x\r\n\r\n",
             ]
             for head in heads {
-                let peer = try await RawPeer.connect(port: server.port, on: loop)
                 // A smuggled request after the head must not be answered either.
-                try await peer.send(head + "GET /bytes/9 HTTP/1.1\r\nHost: x\r\n\r\n")
+                let peer = try await RawPeer.connect(port: server.port, on: loop, sending: head + "GET /bytes/9 HTTP/1.1\r\nHost: x\r\n\r\n")
                 #expect(try await peer.read(), "still open after \(head.debugDescription)")
                 peer.close()
                 #expect(peer.statuses == [400], "\(head.debugDescription): \(peer.text.prefix(300))")
@@ -109,9 +103,8 @@ struct HostileServeTests {
     func pipelined() async throws {
         let server = try await ServerChild.serve([])
         try await withLoopGroup(loopCount: 1) { group in
-            let peer = try await RawPeer.connect(port: server.port, on: group.loops[0])
             let requests = (1...50).map { "GET /bytes/\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined()
-            try await peer.send(requests + "GET /bytes/0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let peer = try await RawPeer.connect(port: server.port, on: group.loops[0], sending: requests + "GET /bytes/0 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             try await peer.read()
             peer.close()
             #expect(peer.statuses == Array(repeating: 200, count: 51), "\(peer.statuses)")
@@ -127,11 +120,9 @@ struct HostileServeTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             for isFirst in [true, false] {
-                let peer = try await RawPeer.connect(port: server.port, on: loop)
-                if !isFirst {
-                    try await peer.send("GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
-                    try await peer.read(until: { $0.hasPrefix("HTTP/1.1 200") && $0.contains("\r\n\r\n") })
-                }
+                let peer = try await RawPeer.connect(port: server.port, on: loop,
+                                                     sending: isFirst ? nil : "GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
+                if !isFirst { try await peer.read(until: { $0.hasPrefix("HTTP/1.1 200") && $0.contains("\r\n\r\n") }) }
                 let start = ContinuousClock.now
                 var closed = false
                 // Up to 20 s of trickle, a byte every 50 ms: far past the 1 s limit.
@@ -144,8 +135,7 @@ struct HostileServeTests {
                 peer.close()
                 #expect(closed, "a trickled \(isFirst ? "first" : "keep-alive") head was not closed within 20 s")
             }
-            let idle = try await RawPeer.connect(port: server.port, on: loop)
-            try await idle.send("GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
+            let idle = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try await idle.read(within: .seconds(20)), "an idle keep-alive connection was not closed")
             idle.close()
             #expect(idle.statuses == [200])
@@ -160,12 +150,10 @@ struct HostileServeTests {
         let server = try await ServerChild.serve(["--body-timeout", "1s", "--write-timeout", "1s"])
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
-            let body = try await RawPeer.connect(port: server.port, on: loop)
-            try await body.send("PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")
+            let body = try await RawPeer.connect(port: server.port, on: loop, sending: "PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")
             #expect(try await body.read(within: .seconds(20)), "a stalled body was not closed")
             body.close()
-            let reader = try await RawPeer.connect(port: server.port, on: loop)
-            try await reader.send("GET /bytes/1099511627776 HTTP/1.1\r\nHost: x\r\n\r\n")
+            let reader = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /bytes/1099511627776 HTTP/1.1\r\nHost: x\r\n\r\n")
             // Read nothing for a while: the server's writes block, then time out.
             try await Task.sleep(for: .seconds(3))
             #expect(try await reader.read(within: .seconds(20), maxBytes: 1 << 30), "a client that stopped reading was not closed")
@@ -184,14 +172,12 @@ struct HostileServeTests {
             let loop = group.loops[0]
             var held: [RawPeer] = []
             for _ in 0..<3 {
-                let peer = try await RawPeer.connect(port: server.port, on: loop)
-                try await peer.send("GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
+                let peer = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
                 try await peer.read(until: { $0.hasPrefix("HTTP/1.1 200") && $0.contains("\r\n\r\n") })
                 held.append(peer)
             }
             for _ in 0..<2 {
-                let refused = try await RawPeer.connect(port: server.port, on: loop)
-                try await refused.send("GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
+                let refused = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n")
                 #expect(try await refused.read(), "a connection past the cap stayed open")
                 refused.close()
                 #expect(refused.statuses == [503] && refused.text.contains("Connection: close"), "\(refused.text.prefix(300))")
@@ -200,8 +186,7 @@ struct HostileServeTests {
             // The held connections close on the server's side soon after: retry the normal request until then.
             var served = false
             for _ in 0..<200 where !served {
-                let peer = try await RawPeer.connect(port: server.port, on: loop)
-                try await peer.send("GET /bytes/16 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                let peer = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /bytes/16 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 try await peer.read()
                 peer.close()
                 served = peer.statuses == [200]

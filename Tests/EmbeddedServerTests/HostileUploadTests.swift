@@ -30,17 +30,14 @@ struct HostileUploadTests {
         let server = try await ServerChild.serve(["--upload-dir", scratch.file("in")])
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
-            let replace = try await RawPeer.connect(port: server.port, on: loop)
-            try await replace.send("PUT /upload/kept.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nevil!")
+            let replace = try await RawPeer.connect(port: server.port, on: loop, sending: "PUT /upload/kept.bin HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nevil!")
             try await replace.read()
             replace.close()
             #expect(replace.statuses == [409], "\(replace.text.prefix(300))")
             // Two unnamed uploads at once: the first still sending while the second completes.
-            let first = try await RawPeer.connect(port: server.port, on: loop)
-            try await first.send("PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nConnection: close\r\n\r\nAAAAA")
+            let first = try await RawPeer.connect(port: server.port, on: loop, sending: "PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nConnection: close\r\n\r\nAAAAA")
             try await Task.sleep(for: .milliseconds(300))
-            let second = try await RawPeer.connect(port: server.port, on: loop)
-            try await second.send("PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nConnection: close\r\n\r\nBBBBBBBBBB")
+            let second = try await RawPeer.connect(port: server.port, on: loop, sending: "PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nConnection: close\r\n\r\nBBBBBBBBBB")
             try await second.read()
             try await first.send("AAAAA")
             try await first.read()
@@ -63,13 +60,11 @@ struct HostileUploadTests {
         let server = try await ServerChild.serve(["--upload-dir", scratch.file("in"), "--max-upload", "1000"])
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
-            let declared = try await RawPeer.connect(port: server.port, on: loop)
-            try await declared.send("PUT /upload/big HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
+            let declared = try await RawPeer.connect(port: server.port, on: loop, sending: "PUT /upload/big HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n")
             try await declared.read()
             declared.close()
             #expect(declared.statuses == [413], "\(declared.text.prefix(300))")
-            let chunked = try await RawPeer.connect(port: server.port, on: loop)
-            try await chunked.send("PUT /upload/big2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n" + String(repeating: "z", count: 2000) + "\r\n0\r\n\r\n")
+            let chunked = try await RawPeer.connect(port: server.port, on: loop, sending: "PUT /upload/big2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n7d0\r\n" + String(repeating: "z", count: 2000) + "\r\n0\r\n\r\n")
             try await chunked.read()
             chunked.close()
             #expect(chunked.statuses == [413], "\(chunked.text.prefix(300))")
@@ -85,16 +80,14 @@ struct HostileUploadTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             let long = String(repeating: "b", count: 71)
-            let refused = try await RawPeer.connect(port: server.port, on: loop)
             let body = "--\(long)\r\n\r\nx\r\n--\(long)--\r\n"
-            try await refused.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=\(long)\r\n"
+            let refused = try await RawPeer.connect(port: server.port, on: loop, sending: "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=\(long)\r\n"
                 + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
             try await refused.read()
             refused.close()
             #expect(refused.statuses == [400] && refused.text.contains("boundary"), "\(refused.text.prefix(300))")
-            let named = try await RawPeer.connect(port: server.port, on: loop)
             let part = "--XyZ\r\nContent-Disposition: form-data; name=\"a\\\"b\u{1}c\"; filename=\"f\\\\\"\r\n\r\nhello\r\n--XyZ--\r\n"
-            try await named.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XyZ\r\n"
+            let named = try await RawPeer.connect(port: server.port, on: loop, sending: "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XyZ\r\n"
                 + "Content-Length: \(part.utf8.count)\r\nConnection: close\r\n\r\n\(part)")
             try await named.read()
             named.close()
@@ -119,8 +112,7 @@ struct HostileUploadTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             for (name, status) in [("link.txt", 404), ("plain.txt", 200), ("..", 404), ("plain.txt%00", 404)] {
-                let peer = try await RawPeer.connect(port: server.port, on: loop)
-                try await peer.send("GET /files/\(name) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                let peer = try await RawPeer.connect(port: server.port, on: loop, sending: "GET /files/\(name) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 try await peer.read()
                 peer.close()
                 #expect(peer.statuses == [status], "\(name): \(peer.text.prefix(300))")

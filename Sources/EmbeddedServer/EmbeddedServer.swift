@@ -79,10 +79,55 @@ package final class EmbeddedServer: Sendable {
             // accept fails only once the listener is closed (stop or restart): that ends the loop.
             while let tcp = try? await listener.accept() {
                 statistics.accepted.add(1, ordering: .relaxed)
+                let open = statistics.connections.add(1, ordering: .relaxed).newValue
+                let cap = configuration.maximumConnections
+                if cap > 0 && open > cap {
+                    statistics.refused.add(1, ordering: .relaxed)
+                    connections.addTask(executorPreference: listener.loop.taskExecutor) {
+                        await self.refuseBusy(tcp)
+                        self.statistics.connections.subtract(1, ordering: .relaxed)
+                    }
+                    continue
+                }
                 let session = ServerSession(tcp: tcp, server: self, random: random.split())
-                connections.addTask(executorPreference: listener.loop.taskExecutor) { await session.serve() }
+                connections.addTask(executorPreference: listener.loop.taskExecutor) {
+                    await session.serve()
+                    self.statistics.connections.subtract(1, ordering: .relaxed)
+                }
             }
             listener.close()
+        }
+    }
+}
+
+extension EmbeddedServer {
+    /// A connection past ``ServerConfiguration/maximumConnections``: `503` with `Connection: close` (plain
+    /// HTTP and WebSocket clients both read it as a refused request), then closed; over TLS, closed at once.
+    /// Bounded: whatever the client does, the socket is gone within 2 seconds. On the connection's loop.
+    func refuseBusy(_ tcp: TCPConnection) async {
+        let deadline = ScheduledTimer(on: tcp.loop, after: .seconds(2)) { tcp.close() }
+        defer {
+            deadline.cancel()
+            tcp.close()
+        }
+        guard configuration.tls == nil else { return }
+        let body = "busy: \(configuration.maximumConnections) connections are open (serve --max-connections)\n"
+        let head = HTTPResponseHead(status: 503, reason: "Service Unavailable", headers: [
+            "Content-Type": "text/plain; charset=utf-8", "Content-Length": String(body.utf8.count), "Connection": "close",
+            "Retry-After": "1",
+        ])
+        do {
+            try await tcp.write(head.serialized() + Array(body.utf8))
+            try await tcp.shutdownWrite()
+            // Read what the client sent until it closes, so the close does not reset away the answer.
+            var sink: [UInt8] = []
+            var drained = 0
+            while drained < 1024 * 1024, try await tcp.read(into: &sink, maxBytes: 16 * 1024) > 0 {
+                drained += sink.count
+                sink.removeAll(keepingCapacity: true)
+            }
+        } catch {
+            return  // The client went away or the deadline closed the socket: nothing more to say.
         }
     }
 }
@@ -102,13 +147,22 @@ package final class ServerStatistics: Sendable {
     package let bytesServed = Atomic<Int>(0)
     package let uploads = Atomic<Int>(0)
     package let bytesUploaded = Atomic<Int>(0)
+    /// Connections open now (HTTP and WebSocket, refused ones until they are closed).
+    package let connections = Atomic<Int>(0)
+    /// Connections refused with 503 because ``ServerConfiguration/maximumConnections`` were open.
+    package let refused = Atomic<Int>(0)
+    /// HTTP connections closed because a phase (idle, head, body, write) overran its timeout.
+    package let timeouts = Atomic<Int>(0)
+    /// The last `upload-N` number handed out (unnamed uploads each take the next).
+    package let uploadNames = Atomic<Int>(0)
 
     /// A one-line summary for logs.
     package var summary: String {
         "accepted \(accepted.load(ordering: .relaxed)), upgraded \(upgraded.load(ordering: .relaxed)), "
             + "rejected \(rejected.load(ordering: .relaxed)), active \(active.load(ordering: .relaxed)), "
             + "echoed \(messagesEchoed.load(ordering: .relaxed)), pushed \(messagesPushed.load(ordering: .relaxed)), chaos closes \(chaosCloses.load(ordering: .relaxed)), "
-            + "protocol failures \(protocolFailures.load(ordering: .relaxed))"
+            + "protocol failures \(protocolFailures.load(ordering: .relaxed)), "
+            + "refused (busy) \(refused.load(ordering: .relaxed)), timed out \(timeouts.load(ordering: .relaxed))"
     }
 }
 

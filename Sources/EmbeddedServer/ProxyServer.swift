@@ -10,8 +10,13 @@ package struct ProxyConfiguration: Sendable {
     package var upstreamPort: Int
     /// Added to every chunk, each way (a slower network).
     package var delay: Duration?
-    /// Bytes per second, each way, per connection.
+    /// Bytes per second, each way, per connection; nil or 0: no cap.
     package var throttle: Int64?
+    /// A forwarded connection with no byte either way for this long is closed (both sides); nil: no limit.
+    package var idleTimeout: Duration? = .seconds(300)
+    /// Forwarded connections at once; a client past it is closed at once, before any upstream connect
+    /// (byte-transparent: the proxy cannot answer in the client's protocol). 0: no cap.
+    package var maximumConnections: Int = 16_384
     /// The upstream connect must succeed within this, or the client's connection is closed.
     package var connectTimeout: Duration
 
@@ -67,8 +72,19 @@ package final class ProxyServer: Sendable {
             // accept fails only once the listener is closed (the proxy stops): that ends the loop.
             while let client = try? await listener.accept() {
                 statistics.accepted.add(1, ordering: .relaxed)
+                let open = statistics.connections.add(1, ordering: .relaxed).newValue
+                let cap = configuration.maximumConnections
+                if cap > 0 && open > cap {
+                    statistics.refused.add(1, ordering: .relaxed)
+                    statistics.connections.subtract(1, ordering: .relaxed)
+                    client.close()
+                    continue
+                }
                 let loop = listener.loop
-                connections.addTask(executorPreference: loop.taskExecutor) { await self.forward(client, on: loop, registry: registry) }
+                connections.addTask(executorPreference: loop.taskExecutor) {
+                    await self.forward(client, on: loop, registry: registry)
+                    self.statistics.connections.subtract(1, ordering: .relaxed)
+                }
             }
             listener.close()
         }
@@ -89,6 +105,20 @@ package final class ProxyServer: Sendable {
             return
         }
         let pair = ProxyPair(client: client, upstream: upstream)
+        let statistics = statistics
+        let idle = configuration.idleTimeout.map { _ in
+            ConnectionWatchdog(loop: loop) { _ in
+                statistics.timeouts.add(1, ordering: .relaxed)
+                pair.isBroken = true
+                pair.close()
+            }
+        }
+        idle?.arm(.idle, timeout: configuration.idleTimeout, resetsOnProgress: true)
+        pair.watchdog = idle
+        defer {
+            idle?.disarm()
+            pair.watchdog = nil
+        }
         registry.insert(pair)
         statistics.active.add(1, ordering: .relaxed)
         defer {
@@ -121,17 +151,19 @@ package final class ProxyServer: Sendable {
                     return
                 }
                 if let until = pair.stalledUntil, until > clock.now { try await clock.sleep(until: until) }
+                pair.watchdog?.progress()
                 if let delay = configuration.delay { try await clock.sleep(until: clock.now.advanced(by: delay)) }
                 try await destination.write(buffer)
+                pair.watchdog?.progress()
                 if isUpstream {
                     statistics.bytesUp.add(buffer.count, ordering: .relaxed)
                 } else {
                     statistics.bytesDown.add(buffer.count, ordering: .relaxed)
                 }
-                if let rate = configuration.throttle {
+                if let rate = configuration.throttle, rate > 0 {
                     // From now, or from the previous chunk's due time if that is later: time spent idle is not
                     // banked, so a burst after a pause is held to the rate too.
-                    nextWrite = max(nextWrite, clock.now).advanced(by: .nanoseconds(Int64(Double(buffer.count) / Double(rate) * 1e9)))
+                    nextWrite = max(nextWrite, clock.now).advanced(by: pacingDelay(bytes: Int64(buffer.count), bytesPerSecond: rate))
                     if nextWrite > clock.now { try await clock.sleep(until: nextWrite) }
                 }
             }
@@ -159,6 +191,8 @@ final class ProxyPair: @unchecked Sendable {
     let upstream: TCPConnection
     var stalledUntil: LoopClock.Instant?
     var isBroken = false
+    /// Closes the pair when neither side moves a byte for the idle timeout.
+    var watchdog: ConnectionWatchdog?
 
     init(client: TCPConnection, upstream: TCPConnection) {
         self.client = client
@@ -214,10 +248,17 @@ package final class ProxyStatistics: Sendable {
     package let bytesDown = Atomic<Int>(0)
     package let chaos = Atomic<Int>(0)
     package let restarts = Atomic<Int>(0)
+    /// Forwarded connections open now.
+    package let connections = Atomic<Int>(0)
+    /// Clients closed at once because ``ProxyConfiguration/maximumConnections`` were open.
+    package let refused = Atomic<Int>(0)
+    /// Connections closed by the idle timeout.
+    package let timeouts = Atomic<Int>(0)
 
     package var summary: String {
         "accepted \(accepted.load(ordering: .relaxed)), active \(active.load(ordering: .relaxed)), "
             + "upstream failures \(upstreamFailures.load(ordering: .relaxed)), bytes up \(bytesUp.load(ordering: .relaxed)), "
             + "down \(bytesDown.load(ordering: .relaxed)), chaos \(chaos.load(ordering: .relaxed)), restarts \(restarts.load(ordering: .relaxed))"
+            + ", refused (busy) \(refused.load(ordering: .relaxed)), timed out \(timeouts.load(ordering: .relaxed))"
     }
 }

@@ -69,8 +69,20 @@ package struct ServerConfiguration: Sendable {
     package var filesDirectory: String?
     /// Where `/upload` stores what it receives; nil only digests it.
     package var uploadDirectory: String?
-    /// The largest upload accepted (413 above it).
-    package var maximumUploadSize: Int64 = 64 * 1024 * 1024 * 1024
+    /// The largest upload accepted (413 above it; `serve --max-upload`).
+    package var maximumUploadSize: Int64 = 1 << 30
+    /// How long a kept-alive HTTP connection may wait for its next request before it is closed; nil: no limit.
+    package var idleTimeout: Duration? = .seconds(60)
+    /// A request head after the first must arrive whole within this (the first, with TLS, within
+    /// ``handshakeTimeout``); a head trickled byte by byte cannot stretch it. nil: no limit.
+    package var headTimeout: Duration? = .seconds(10)
+    /// The longest a request body may go without a byte arriving; nil: no limit.
+    package var bodyTimeout: Duration? = .seconds(30)
+    /// The longest one response write may wait for the client to read; nil: no limit.
+    package var writeTimeout: Duration? = .seconds(30)
+    /// Connections served at once; one more is answered 503 with `Connection: close` and closed. 0: no cap.
+    /// Below the process's open-file limit (about 20,000 here), so the cap, not `EMFILE`, answers a flood.
+    package var maximumConnections: Int = 16_384
     /// The largest `/bytes/<size>` served.
     package var maximumGeneratedSize: Int64 = 1 << 40
     package var httpChaos = HTTPChaosOptions()

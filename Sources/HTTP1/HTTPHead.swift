@@ -119,6 +119,12 @@ public struct HTTPHeadParser: Sendable {
         else {
             throw HTTPParseError(offset: 0, reason: "request line \"\(startLine.text.prefix(64))\" is not METHOD TARGET HTTP/1.x")
         }
+        // RFC 9112 §3.2: a request-target has no whitespace or control characters (a tab or NUL in it would
+        // reach paths and file names).
+        if let bad = parts[1].utf8.firstIndex(where: { $0 < 0x21 || $0 == 0x7F }) {
+            let offset = parts[0].utf8.count + 1 + parts[1].utf8.distance(from: parts[1].utf8.startIndex, to: bad)
+            throw HTTPParseError(offset: offset, reason: "control character in the request target")
+        }
         return (HTTPRequestHead(method: String(parts[0]), target: String(parts[1]), version: String(parts[2]), headers: headers),
                 length)
     }

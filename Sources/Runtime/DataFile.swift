@@ -15,6 +15,9 @@ public final class DataFile: @unchecked Sendable {
         case readWrite
         /// Create a new, empty file; fail if the path exists (temporary files never clobber anything).
         case createNew
+        /// Read only, refusing a symbolic link as the last component (`O_NOFOLLOW`: ELOOP), for serving files
+        /// from a directory without following links out of it; check ``status()`` of what was opened.
+        case readNoFollow
     }
 
     public let path: String
@@ -36,6 +39,7 @@ public final class DataFile: @unchecked Sendable {
         case .read: O_RDONLY
         case .readWrite: O_RDWR | O_CREAT
         case .createNew: O_RDWR | O_CREAT | O_EXCL
+        case .readNoFollow: O_RDONLY | O_NOFOLLOW | O_NONBLOCK
         }
         let descriptor = Glibc.open(path, flags | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw fileError(function: "open", path: path) }
@@ -101,6 +105,15 @@ public final class DataFile: @unchecked Sendable {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw Self.fileError(function: "fstat", path: path) }
         return Int64(status.st_size)
+    }
+
+    /// Size, modification time (nanoseconds since 1970), inode and whether it is a regular file, of the opened
+    /// descriptor (`fstat`): what was opened, not what the path names now.
+    public func status() throws(RuntimeError) -> (size: Int64, modifiedNanoseconds: Int64, inode: UInt64, isRegularFile: Bool) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw Self.fileError(function: "fstat", path: path) }
+        return (Int64(status.st_size), Int64(status.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(status.st_mtim.tv_nsec),
+                UInt64(status.st_ino), (status.st_mode & S_IFMT) == S_IFREG)
     }
 
     /// Takes an exclusive advisory lock (`flock`) for as long as the file stays open.

@@ -22,7 +22,12 @@ enum ProxyCommand: Subcommand {
           --upstream <url>        Where to forward: ws://, wss://, http://, https:// URL or HOST:PORT (required).
           --listen <host:port>    Address to listen on. (default: 127.0.0.1:9000)
           --delay <duration>      Add this to every chunk, each way.
-          --throttle <size>       At most this many bytes per second, each way, per connection.
+          --throttle <size>       At most this many bytes per second, each way, per connection (0: no cap).
+          --max-connections <n>   Forward at most n connections at once; a client past it is closed at once.
+                                  0: no cap. (default: 16384)
+          --idle-timeout <duration>
+                                  Close a connection that moves no byte either way for this long (0s: never).
+                                  (default: 300s)
           --chaos <json>          A timeline: [{"at": "20s", "action": "kill"}, {"at": "40s", "action": "restart",
                                   "for": "2s"}, {"at": "60s", "action": "stall", "for": "5s", "fraction": 0.5},
                                   {"at": "80s", "action": "reset", "fraction": 0.1}] (as a profile's chaos).
@@ -40,14 +45,18 @@ enum ProxyCommand: Subcommand {
         let parsed: Arguments
         do {
             parsed = try Arguments(
-                arguments, valueOptions: ["upstream", "listen", "delay", "throttle", "chaos", "chaos-file", "seed", "loops", "duration"],
+                arguments, valueOptions: ["upstream", "listen", "delay", "throttle", "chaos", "chaos-file", "seed", "loops", "duration",
+                                           "max-connections", "idle-timeout"],
                 flagOptions: [])
             guard let upstream = parsed.value("upstream") else { throw UsageError("--upstream is required") }
             let (upstreamHost, upstreamPort) = try hostAndPort(upstream, option: "upstream")
             let (listenHost, listenPort) = try hostAndPort(parsed.value("listen") ?? "127.0.0.1:9000", option: "listen")
             var proxy = ProxyConfiguration(listenHost: listenHost, listenPort: listenPort, upstreamHost: upstreamHost, upstreamPort: upstreamPort)
             proxy.delay = try parsed.duration("delay")
-            proxy.throttle = try parsed.byteSize("throttle")
+            // 0 means no cap, as the clients' bandwidth caps do (not a division by zero).
+            proxy.throttle = try parsed.byteSize("throttle").flatMap { $0 > 0 ? $0 : nil }
+            if let count = try parsed.integer("max-connections", in: 0...1_000_000) { proxy.maximumConnections = count }
+            if let timeout = try parsed.timeout("idle-timeout") { proxy.idleTimeout = timeout }
             configuration = proxy
             var text = parsed.value("chaos")
             if let file = parsed.value("chaos-file") {

@@ -41,9 +41,24 @@ enum ServeCommand: Subcommand {
           --upload-dir <dir>      Store uploads here (otherwise they are only digested).
           --http-drop-after <size>
                                   Close HTTP responses after this many body bytes.
-          --http-throttle <size>  Send HTTP bodies at most this many bytes per second.
+          --http-throttle <size>  Send HTTP bodies at most this many bytes per second (0: no cap).
           --http-fail-rate <p>    Answer HTTP requests 503 with probability p.
           --http-no-ranges        Ignore Range headers (always 200 with the whole file).
+          --max-upload <size>     Refuse uploads larger than this with 413. (default: 1GiB)
+          --max-connections <n>   Serve at most n connections at once; one more is answered 503 with
+                                  Connection: close (over TLS: closed). 0: no cap. (default: 16384)
+          --idle-timeout <duration>
+                                  Close a kept-alive HTTP connection idle this long between requests. (default: 60s)
+          --head-timeout <duration>
+                                  A request head (and the TLS handshake, for the first) must arrive whole
+                                  within this. (default: 10s)
+          --body-timeout <duration>
+                                  Close an HTTP connection whose request body sends nothing for this long.
+                                  (default: 30s)
+          --write-timeout <duration>
+                                  Close an HTTP connection that does not read a response write for this long.
+                                  (default: 30s)
+                                  A timeout of 0s means no limit.
           --seed <n>              Seed for chaos draws.
           --duration <duration>   Stop after this long.
           -h, --help              Show help information.
@@ -61,7 +76,8 @@ enum ServeCommand: Subcommand {
                 arguments,
                 valueOptions: ["host", "port", "loops", "subprotocol", "cert", "key", "write-certificate", "close-after",
                                "close-probability", "close-code", "close-mode", "echo-delay", "seed", "duration", "files", "upload-dir",
-                               "http-drop-after", "http-throttle", "http-fail-rate"],
+                               "http-drop-after", "http-throttle", "http-fail-rate", "max-upload", "max-connections",
+                               "idle-timeout", "head-timeout", "body-timeout", "write-timeout"],
                 flagOptions: ["no-compression", "tls", "stop-reading", "http-no-ranges"])
             loopCount = try parsed.integer("loops", in: 1...256) ?? EventLoopGroup.defaultLoopCount
             duration = try parsed.duration("duration")
@@ -97,9 +113,20 @@ enum ServeCommand: Subcommand {
             }
             server.filesDirectory = parsed.value("files")
             server.uploadDirectory = parsed.value("upload-dir")
+            // A throttle of 0 means no cap, as the clients' bandwidth caps do (not a division by zero).
+            let throttle = try parsed.byteSize("http-throttle").flatMap { $0 > 0 ? $0 : nil }
             server.httpChaos = HTTPChaosOptions(
-                dropAfterBytes: try parsed.byteSize("http-drop-after"), throttleBytesPerSecond: try parsed.byteSize("http-throttle"),
+                dropAfterBytes: try parsed.byteSize("http-drop-after"), throttleBytesPerSecond: throttle,
                 errorRate: try parsed.fraction("http-fail-rate") ?? 0, ignoresRanges: parsed.has("http-no-ranges"))
+            if let size = try parsed.byteSize("max-upload") { server.maximumUploadSize = size }
+            if let count = try parsed.integer("max-connections", in: 0...1_000_000) { server.maximumConnections = count }
+            if let timeout = try parsed.timeout("idle-timeout") { server.idleTimeout = timeout }
+            if let timeout = try parsed.timeout("head-timeout") {
+                server.headTimeout = timeout
+                server.handshakeTimeout = timeout ?? .seconds(365 * 24 * 3600)
+            }
+            if let timeout = try parsed.timeout("body-timeout") { server.bodyTimeout = timeout }
+            if let timeout = try parsed.timeout("write-timeout") { server.writeTimeout = timeout }
             configuration = server
         } catch {
             output.printError("Error: \(error)\nSee 'wsload serve --help'.")
@@ -151,6 +178,14 @@ enum ServeCommand: Subcommand {
         }
         output.print("wsload serve: stopped \(reason); \(server.statistics.summary)")
         return .success
+    }
+}
+
+extension Arguments {
+    /// A timeout option: nil when absent, `.some(nil)` for 0 (no limit), else the duration.
+    func timeout(_ name: String) throws(UsageError) -> Duration?? {
+        guard let duration = try duration(name) else { return nil }
+        return .some(duration > .zero ? duration : nil)
     }
 }
 

@@ -65,4 +65,19 @@ struct HeadParserTests {
         var bad = HTTPHeadParser()
         #expect(throws: HTTPParseError.self) { _ = try bad.parseRequest(Array("GET /\r\n\r\n".utf8)) }
     }
+
+    @Test("a request target with a control character (tab, NUL, DEL, CR) is refused at its byte offset", arguments: [
+        ("GET /a\tb HTTP/1.1\r\nHost: h\r\n\r\n", 6),
+        ("GET /files/a\u{0}b HTTP/1.1\r\nHost: h\r\n\r\n", 12),
+        ("GET /\u{7F} HTTP/1.1\r\nHost: h\r\n\r\n", 5),
+        ("PUT /up\u{1}load HTTP/1.1\r\nHost: h\r\n\r\n", 7),
+    ])
+    func requestTargetControlCharacters(text: String, offset: Int) throws {
+        var parser = HTTPHeadParser()
+        #expect(throws: HTTPParseError(offset: offset, reason: "control character in the request target")) {
+            _ = try parser.parseRequest(Array(text.utf8))
+        }
+        var good = HTTPHeadParser()
+        #expect(try good.parseRequest(Array("GET /?=&%zz HTTP/1.1\r\nHost: h\r\n\r\n".utf8))?.head.target == "/?=&%zz")
+    }
 }

@@ -48,7 +48,7 @@ extension DownloadTask {
                 do {
                     next = try target.resolving(location)
                 } catch {
-                    throw TransferError(.httpStatus, "bad redirect: \(printable(error.description, limit: 240))", status: head.status)
+                    throw TransferError(.httpStatus, "bad redirect: \(TerminalText.printable(error.description, limit: 240))", status: head.status)
                 }
                 guard next.isSecure || !target.isSecure else {
                     throw TransferError(.insecureRedirect, "\(head.status) from \(target.redactedDescription) redirects to "
@@ -59,8 +59,8 @@ extension DownloadTask {
                 // The error page only decorates the status error thrown below; a failure reading it must not mask that.
                 let body = try? await connection.readBody(framing: framing, limit: 512)
                 release(connection)
-                let text = printable(String(decoding: body ?? [], as: UTF8.self), limit: 120)
-                throw TransferError(.httpStatus, "\(head.status) \(printable(head.reason, limit: 80)) from \(target.redactedDescription)"
+                let text = TerminalText.printable(String(decoding: body ?? [], as: UTF8.self), limit: 120)
+                throw TransferError(.httpStatus, "\(head.status) \(TerminalText.printable(head.reason, limit: 80)) from \(target.redactedDescription)"
                                     + "\(text.isEmpty ? "" : ": \(text)")", status: head.status)
             }
         }

@@ -42,18 +42,3 @@ extension HTTPURL {
         return "\(isSecure ? "https" : "http")://\(hostHeader)\(target[..<question])?…"
     }
 }
-
-/// `text` as it may reach a terminal or a report: printable ASCII only (escape sequences, control characters and
-/// non-ASCII become `?`; line breaks a space), at most `limit` characters. Server-chosen text (status reasons,
-/// error pages) passes through this.
-package func printable(_ text: String, limit: Int) -> String {
-    var output = ""
-    for scalar in text.unicodeScalars.prefix(limit) {
-        switch scalar.value {
-        case 0x20..<0x7F: output.unicodeScalars.append(scalar)
-        case 0x0A, 0x0D, 0x09: output.append(" ")
-        default: output.append("?")
-        }
-    }
-    return output
-}

@@ -143,8 +143,8 @@ package actor UploadTask {
         let body = try await connection.readBody(framing: HTTPBodyFraming(response: head, requestMethod: request.method),
                                                  limit: configuration.maximumInMemoryBody)
         guard (200..<300).contains(head.status) else {
-            let text = printable(String(decoding: body.prefix(120), as: UTF8.self), limit: 120)
-            throw TransferError(.httpStatus, "\(head.status) \(printable(head.reason, limit: 80)) from \(request.url.redactedDescription)"
+            let text = TerminalText.printable(String(decoding: body.prefix(120), as: UTF8.self), limit: 120)
+            throw TransferError(.httpStatus, "\(head.status) \(TerminalText.printable(head.reason, limit: 80)) from \(request.url.redactedDescription)"
                                 + "\(text.isEmpty ? "" : ": \(text)")", status: head.status)
         }
         return UploadResult(status: head.status, body: body, bytesSent: sent, sha256: hasher.finalize(),

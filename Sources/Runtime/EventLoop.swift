@@ -135,6 +135,11 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
         wsload_set_thread_name("wsload-loop-\(index)")
         start.started.store(true, ordering: .releasing)
         uv_run(uvLoop, UV_RUN_DEFAULT)
+        // glibc reuses a joined thread's `pthread_t` for the next thread it creates: without this, that
+        // thread would pass `inLoopThread` for this dead loop, and work it enqueued would go to the local
+        // queue and start the freed idle handle (a use-after-free) instead of being dropped and counted.
+        pthread_setspecific(currentLoopKey, nil)
+        loopThread.store(0, ordering: .releasing)
     }
 
     static func from(_ uvLoop: UnsafeMutablePointer<uv_loop_t>?) -> EventLoop {

@@ -219,10 +219,12 @@ public enum FileSystem {
         guard let handle = opendir(directory) else { return nil }
         defer { closedir(handle) }
         var names: [String] = []
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            // Read the name in place: a record is only as long as its name (`d_reclen`), so copying the whole
+            // 256-byte `d_name` reads past the end of readdir's buffer for its last records (ASan:
+            // heap-buffer-overflow in a directory of a few thousand short names).
+            let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted()

@@ -52,6 +52,18 @@ struct InputGuardTests {
         #expect(try await probe("negative-read", path) == "refused invalid_argument")
     }
 
+    /// Thousands of short names fill readdir's 32 KiB buffer to within one short record of its end, so
+    /// copying a whole 256-byte `d_name` reads past it; only AddressSanitizer sees that (scripts/sanitize.sh).
+    @Test func aDirectoryOfThreeThousandShortNamesIsListedWithoutReadingPastReaddirsBuffer() async throws {
+        let directory = NSTemporaryDirectory() + "wsload-input-guard-\(getpid())-names"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }  // a scratch directory; a leftover is harmless
+        for index in 0..<3000 {
+            FileManager.default.createFile(atPath: directory + "/f\(index)", contents: nil)
+        }
+        #expect(try await probe("list-directory", directory) == "listed 3000, first f0")
+    }
+
     @Test func anALPNNameOverTwoHundredFiftyFiveBytesIsATLSConfigurationError() async throws {
         #expect(try await probe("long-alpn") == "refused tls_config")
     }

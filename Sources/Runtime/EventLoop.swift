@@ -25,7 +25,7 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
     /// run back to back for one stream, so no two reads overlap).
     let readScratch: UnsafeMutableRawBufferPointer
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Lock(Inbox())
     private let loopThread = Atomic<UInt>(0)
     private let liveHandles = Atomic<Int>(0)
     private let waitingOperations = Atomic<Int>(0)
@@ -294,7 +294,7 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
     @discardableResult
     public func shutdown() -> Int {
         precondition(!inLoopThread, "EventLoop.shutdown() called on its own thread")
-        let leaked = Mutex(0)
+        let leaked = Lock(0)
         let isAlreadyClosed = inbox.withLock { $0.isClosed }
         if isAlreadyClosed { return 0 }
         execute { [self] in

@@ -12,7 +12,7 @@ public final class TLSContext: Sendable {
     public let role: Role
     public let configuration: TLSConfiguration
     nonisolated(unsafe) let context: OpaquePointer
-    private let sessions = Mutex<[String: SessionBox]>([:])
+    private let sessions = Lock<[String: SessionBox]>([:])
     /// Our ALPN list in wire format, kept alive for the server's select callback.
     private let encodedProtocols: [UInt8]
 

@@ -59,7 +59,9 @@ struct InputGuardTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }  // a scratch directory; a leftover is harmless
         for index in 0..<3000 {
-            FileManager.default.createFile(atPath: directory + "/f\(index)", contents: nil)
+            guard FileManager.default.createFile(atPath: directory + "/f\(index)", contents: nil) else {
+                throw TestProcess.Failure(description: "cannot create \(directory)/f\(index)")
+            }
         }
         #expect(try await probe("list-directory", directory) == "listed 3000, first f0")
     }

@@ -48,6 +48,9 @@ public final class DataFile: @unchecked Sendable {
 
     /// Writes all of `bytes` at `offset`.
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(RuntimeError) {
+        guard offset >= 0, offset <= Int64.max - Int64(bytes.count) else {
+            throw RuntimeError(.invalidArgument, function: "pwrite", detail: "\(path): \(bytes.count) bytes at offset \(offset) is out of range")
+        }
         var done = 0
         while done < bytes.count {
             let count = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
@@ -71,6 +74,9 @@ public final class DataFile: @unchecked Sendable {
 
     /// Reads up to `count` bytes at `offset` into `buffer` (replacing its contents); fewer at end of file.
     public func read(into buffer: inout [UInt8], count: Int, at offset: Int64) throws(RuntimeError) {
+        guard count >= 0, offset >= 0, offset <= Int64.max - Int64(count) else {
+            throw RuntimeError(.invalidArgument, function: "pread", detail: "\(path): \(count) bytes at offset \(offset) is out of range")
+        }
         var failure: RuntimeError?
         resize(&buffer, to: count)
         let total = buffer.withUnsafeMutableBytes { raw -> Int in
@@ -180,7 +186,16 @@ public enum FileSystem {
     public static func status(of path: String) -> (size: Int64, modifiedNanoseconds: Int64, inode: UInt64)? {
         var status = stat()
         guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return (Int64(status.st_size), Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec), UInt64(status.st_ino))
+        return (Int64(status.st_size), nanoseconds(of: status.st_mtim), UInt64(status.st_ino))
+    }
+
+    /// A file time in nanoseconds since 1970, saturating: any file can carry a time centuries away
+    /// (`touch -d 2400-01-01`), past what `Int64` nanoseconds hold.
+    static func nanoseconds(of time: timespec) -> Int64 {
+        let (scaled, overflow) = Int64(time.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return time.tv_sec < 0 ? .min : .max }
+        let (total, carry) = scaled.addingReportingOverflow(Int64(time.tv_nsec))
+        return carry ? .max : total
     }
 
     public static func isDirectory(_ path: String) -> Bool {
@@ -217,10 +232,12 @@ public enum FileSystem {
         guard let handle = opendir(directory) else { return nil }
         defer { closedir(handle) }
         var names: [String] = []
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            // Read the name in place: a record is only as long as its name (`d_reclen`), so copying the whole
+            // 256-byte `d_name` reads past the end of readdir's buffer for its last records (ASan:
+            // heap-buffer-overflow in a directory of a few thousand short names).
+            let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted()

@@ -25,7 +25,7 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
     /// run back to back for one stream, so no two reads overlap).
     let readScratch: UnsafeMutableRawBufferPointer
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = Lock(Inbox())
     private let loopThread = Atomic<UInt>(0)
     private let liveHandles = Atomic<Int>(0)
     private let waitingOperations = Atomic<Int>(0)
@@ -135,6 +135,11 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
         wsload_set_thread_name("wsload-loop-\(index)")
         start.started.store(true, ordering: .releasing)
         uv_run(uvLoop, UV_RUN_DEFAULT)
+        // glibc reuses a joined thread's `pthread_t` for the next thread it creates: without this, that
+        // thread would pass `inLoopThread` for this dead loop, and work it enqueued would go to the local
+        // queue and start the freed idle handle (a use-after-free) instead of being dropped and counted.
+        pthread_setspecific(currentLoopKey, nil)
+        loopThread.store(0, ordering: .releasing)
     }
 
     static func from(_ uvLoop: UnsafeMutablePointer<uv_loop_t>?) -> EventLoop {
@@ -289,7 +294,7 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
     @discardableResult
     public func shutdown() -> Int {
         precondition(!inLoopThread, "EventLoop.shutdown() called on its own thread")
-        let leaked = Mutex(0)
+        let leaked = Lock(0)
         let isAlreadyClosed = inbox.withLock { $0.isClosed }
         if isAlreadyClosed { return 0 }
         execute { [self] in

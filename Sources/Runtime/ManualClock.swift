@@ -33,7 +33,7 @@ public final class ManualClock: Clock, Sendable {
         var deadlines: [Instant] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 

@@ -13,7 +13,7 @@ public final class GracefulShutdown: Sendable {
         var waiters: [Int: CheckedContinuation<Int32?, Never>] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     public init() {}
 

@@ -35,7 +35,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         didInitialize()
         _ = uv_tcp_nodelay(tcp, options.isNoDelay ? 1 : 0)
         if let keepAlive = options.keepAlive {
-            _ = uv_tcp_keepalive(tcp, 1, UInt32(max(1, keepAlive.roundedUpMilliseconds / 1000)))
+            _ = uv_tcp_keepalive(tcp, 1, UInt32(clamping: max(1, keepAlive.roundedUpMilliseconds / 1000)))
         }
     }
 

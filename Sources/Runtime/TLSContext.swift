@@ -12,7 +12,7 @@ public final class TLSContext: Sendable {
     public let role: Role
     public let configuration: TLSConfiguration
     nonisolated(unsafe) let context: OpaquePointer
-    private let sessions = Mutex<[String: SessionBox]>([:])
+    private let sessions = Lock<[String: SessionBox]>([:])
     /// Our ALPN list in wire format, kept alive for the server's select callback.
     private let encodedProtocols: [UInt8]
 
@@ -25,6 +25,12 @@ public final class TLSContext: Sendable {
             throw tlsError(.tlsConfiguration, "SSL_CTX_new")
         }
         self.context = context
+        // RFC 7301 §3.1: each protocol name is 1–255 bytes, length-prefixed in one byte.
+        if let bad = configuration.applicationProtocols.first(where: { $0.utf8.isEmpty || $0.utf8.count > 255 }) {
+            SSL_CTX_free(context)
+            throw RuntimeError(.tlsConfiguration, function: "TLSContext",
+                               detail: "ALPN protocol name of \(bad.utf8.count) bytes (1-255 allowed)")
+        }
         encodedProtocols = configuration.applicationProtocols.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
         // On failure the (fully initialised) instance is released and deinit frees the context.
         try configure()

@@ -61,11 +61,16 @@ final class TimerHandle: LoopHandle, @unchecked Sendable {
 
 extension Duration {
     /// Whole milliseconds, rounded up so a timer never fires early (libuv timers have 1 ms resolution).
+    /// Saturates at `UInt64.max` (a timer that never fires) for durations beyond it, such as a timeout a
+    /// profile gave as a huge number, instead of trapping in the conversion.
     var roundedUpMilliseconds: UInt64 {
         let (seconds, attoseconds) = components
         guard seconds >= 0, attoseconds >= 0 || seconds > 0 else { return 0 }
         let nanoseconds = Double(seconds) * 1e9 + Double(attoseconds) / 1e9
-        return UInt64((nanoseconds / 1e6).rounded(.up))
+        let milliseconds = (nanoseconds / 1e6).rounded(.up)
+        // 2^64 is exactly representable; anything at or past it does not fit.
+        guard milliseconds < 18_446_744_073_709_551_616.0 else { return .max }
+        return UInt64(milliseconds)
     }
 }
 

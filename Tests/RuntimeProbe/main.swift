@@ -3,6 +3,7 @@
 //
 //   wsload-runtime-probe graceful   stop on the first signal, report leaks, exit 130
 //   wsload-runtime-probe stuck      ignore the first signal's request, so only a second one ends it
+//   wsload-runtime-probe CHECK ...  one input check of InputChecks.swift (huge-timer, file-time PATH, ...)
 import Glibc
 import Runtime
 
@@ -12,6 +13,7 @@ func say(_ line: String) {
 }
 
 let mode = CommandLine.arguments.dropFirst().first ?? "graceful"
+if try await runInputCheck(mode, Array(CommandLine.arguments.dropFirst(2))) { exit(0) }
 let group = try EventLoopGroup(loopCount: 2)
 let loop = group.loops[0]
 

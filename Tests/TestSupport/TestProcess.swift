@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import Synchronization
 
 /// Runs helper programs for tests (openssl, ip) and fails with their stderr when they fail.
@@ -51,7 +52,7 @@ extension TestProcess {
         process.standardError = errors
         try process.run()
         // Read stderr concurrently: a chatty child blocks on a full pipe otherwise.
-        let errorData = Mutex(Data())
+        let errorData = Lock(Data())
         let done = DispatchSemaphore(value: 0)
         Thread {
             errorData.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }

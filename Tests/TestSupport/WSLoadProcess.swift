@@ -1,4 +1,5 @@
 import Foundation
+import Runtime
 import Synchronization
 
 /// The real `wsload` executable (built beside the test bundle, `.build/<config>/wsload`) running as a child
@@ -21,7 +22,7 @@ public final class WSLoadProcess: @unchecked Sendable {
         var openStreams = 2
     }
     private final class Buffers: Sendable {
-        let state = Mutex(Captured())
+        let state = Lock(Captured())
         func withLock<T>(_ body: (inout Captured) -> T) -> T { state.withLock { body(&$0) } }
     }
     private let captured = Buffers()

@@ -75,7 +75,8 @@ package actor TransferSession {
         journalPath = directory + "/" + identifier + ".wsload-session"
         do {
             try FileSystem.createDirectories(directory)
-            journal = try DataFile.open(journalPath, mode: .readWrite)
+            // Owner-only: the journal holds each task's full URL (a signed query is a credential) and its resume data.
+            journal = try DataFile.open(journalPath, mode: .readWrite, permissions: 0o600)
             try journal.lockExclusively()
             journalLength = try journal.size()
         } catch {

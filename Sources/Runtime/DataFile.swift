@@ -11,7 +11,7 @@ public final class DataFile: @unchecked Sendable {
     /// How ``open(_:mode:)`` opens the file.
     public enum Mode: Sendable {
         case read
-        /// Read and write; create it (mode 0644) if missing; keep existing contents.
+        /// Read and write; create it (with the given permissions, 0644 by default) if missing; keep existing contents.
         case readWrite
         /// Create a new, empty file; fail if the path exists (temporary files never clobber anything).
         case createNew
@@ -33,7 +33,9 @@ public final class DataFile: @unchecked Sendable {
     /// Writing past `RLIMIT_FSIZE` must fail with EFBIG rather than kill the process (SIGXFSZ's default).
     private static let ignoreFileSizeSignal: Void = { signal(SIGXFSZ, SIG_IGN) }()
 
-    public static func open(_ path: String, mode: Mode) throws(RuntimeError) -> DataFile {
+    /// - Parameter permissions: the mode bits of a file this call creates (`readWrite`, `createNew`); 0600 for a
+    ///   file holding secrets (a session journal keeps signed URLs and resume data).
+    public static func open(_ path: String, mode: Mode, permissions: mode_t = 0o644) throws(RuntimeError) -> DataFile {
         _ = ignoreFileSizeSignal
         let flags: Int32 = switch mode {
         case .read: O_RDONLY
@@ -41,7 +43,7 @@ public final class DataFile: @unchecked Sendable {
         case .createNew: O_RDWR | O_CREAT | O_EXCL
         case .readNoFollow: O_RDONLY | O_NOFOLLOW | O_NONBLOCK
         }
-        let descriptor = Glibc.open(path, flags | O_CLOEXEC, 0o644)
+        let descriptor = Glibc.open(path, flags | O_CLOEXEC, permissions)
         guard descriptor >= 0 else { throw fileError(function: "open", path: path) }
         return DataFile(path: path, descriptor: descriptor)
     }

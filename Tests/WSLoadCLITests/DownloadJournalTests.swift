@@ -51,6 +51,19 @@ struct DownloadJournalTests {
         #expect(scratch.contents == ["S.wsload-session"], "\(scratch.contents)")
     }
 
+    @Test("a session journal is created owner-only (0600): it keeps signed URLs and resume data")
+    func journalIsOwnerOnly() async throws {
+        let scratch = try DownloadScratch()
+        try await withDownloadServer { server, _ in
+            let result = await runCLI("download", "\(server.httpURL)/bytes/1000?seed=1&sig=SECRET", "-o", scratch.file("a"),
+                                      "--session", "S", "--quiet")
+            #expect(result.code == .success, "\(result.code): \(result.error)")
+        }
+        let attributes = try FileManager.default.attributesOfItem(atPath: scratch.file("S.wsload-session"))
+        let permissions = try #require(attributes[.posixPermissions] as? Int)
+        #expect(permissions & 0o077 == 0, "mode \(String(permissions, radix: 8)): group or others can read the journal")
+    }
+
     @Test("a session journal larger than the cap is refused with exit 65 before it is read")
     func oversizedJournal() async throws {
         let scratch = try DownloadScratch()

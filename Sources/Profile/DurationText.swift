@@ -21,6 +21,10 @@ package func formatDuration(_ duration: Duration) -> String {
 }
 
 package func formatMicroseconds(_ micros: Double) -> String {
+    // Display only, but a figure can come from a report file: NaN, negative and beyond ~292,000 years never trap.
+    guard micros.isFinite else { return micros.isNaN ? "n/a" : micros > 0 ? "∞" : "-∞" }
+    guard micros >= 0 else { return "-" + formatMicroseconds(-micros) }
+    guard micros < 9.0e18 else { return "∞" }
     func fixed(_ value: Double, _ unit: String) -> String {
         let digits = value >= 100 ? 0 : value >= 10 ? 1 : 2
         var scaled = (value * pow10(digits)).rounded() / pow10(digits)

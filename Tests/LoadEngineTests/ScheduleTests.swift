@@ -47,4 +47,13 @@ struct ScheduleTests {
         #expect(formatDuration(.seconds(125)) == "2m05s")
         #expect(formatDuration(.seconds(3720)) == "1h02m")
     }
+
+    @Test("a displayed figure from a file never traps: NaN, ±infinity, negative and astronomically large microseconds")
+    func hostileDisplayFigures() {
+        #expect(formatMicroseconds(.nan) == "n/a")
+        #expect(formatMicroseconds(.infinity) == "∞" && formatMicroseconds(-.infinity) == "-∞")
+        #expect(formatMicroseconds(-1e300) == "-∞" && formatMicroseconds(1e300) == "∞")
+        #expect(formatMicroseconds(-850) == "-850us")
+        #expect(formatMicroseconds(8.9e18).hasSuffix("m"), "the largest shown is hours and minutes")
+    }
 }

@@ -1,3 +1,4 @@
+import HTTP1
 import LoadEngine
 import Profile
 import Reporting
@@ -6,20 +7,23 @@ import Reporting
 enum RunSummary {
     static func text(_ result: RunResult, colors: Bool) -> String {
         func paint(_ text: String, _ code: String) -> String { colors ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
+        // Every string below that a report file supplies is shown through this: the summary goes to the terminal
+        // with wsload's own colours, so it cannot be escaped as a whole.
+        func shown(_ text: String) -> String { TerminalText.printable(text, limit: 200) }
         var lines: [String] = []
         var status = "completed"
-        if let signal = result.interruptedBy { status = "interrupted by \(signal)" }
-        if let threshold = result.abortedBy { status = "aborted: \(threshold) failed" }
+        if let signal = result.interruptedBy { status = "interrupted by \(shown(signal))" }
+        if let threshold = result.abortedBy { status = "aborted: \(shown(threshold)) failed" }
         if let journal = result.recoveredFrom {
-            status = "INCOMPLETE (recovered from the run journal \(journal): the \(result.intervals.count) intervals "
+            status = "INCOMPLETE (recovered from the run journal \(shown(journal)): the \(result.intervals.count) intervals "
                 + "closed before the run died)"
         }
-        lines.append("wsload run \(result.profile.name): \(status) after \(formatDuration(result.elapsed)) "
+        lines.append("wsload run \(shown(result.profile.name)): \(status) after \(formatDuration(result.elapsed)) "
             + "(seed \(result.seed), \(result.loops) loops)")
         for scenario in result.scenarios {
             if let transfer = scenario.scenario.transfer {
                 lines.append("")
-                lines.append("scenario \(scenario.scenario.name) (\(scenario.scenario.kind.rawValue), \(scenario.scenario.websocket.connections) at once"
+                lines.append("scenario \(shown(scenario.scenario.name)) (\(scenario.scenario.kind.rawValue), \(scenario.scenario.websocket.connections) at once"
                     + (transfer.segments > 1 ? ", \(transfer.segments) segments" : "") + ")")
                 lines += transferLines(scenario.metrics, seconds: min(result.elapsed, result.profile.duration).seconds)
                 continue
@@ -28,14 +32,14 @@ enum RunSummary {
             var model = ""
             if websocket.pattern == .echo || websocket.pattern == .typed { model = ", \(websocket.schedule.modelName) model" }
             lines.append("")
-            lines.append("scenario \(scenario.scenario.name) (\(websocket.pattern.rawValue)\(model), \(websocket.connections) connections)")
+            lines.append("scenario \(shown(scenario.scenario.name)) (\(websocket.pattern.rawValue)\(model), \(websocket.connections) connections)")
             lines += metricLines(scenario.metrics, seconds: min(result.elapsed, result.profile.duration).seconds)
         }
         lines.append("")
         if result.total.errors.isEmpty {
             lines.append("errors: none")
         } else {
-            lines.append("errors: " + result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \(grouped(saturated($0.value)))" }
+            lines.append("errors: " + result.total.errors.sorted { $0.key < $1.key }.map { "\(shown($0.key)) \(grouped(saturated($0.value)))" }
                 .joined(separator: ", "))
         }
         if let storm = result.reconnectStorm {
@@ -43,7 +47,7 @@ enum RunSummary {
                 + "\(grouped(saturated(storm.peakDropsPer100ms))) drops in 100 ms (the bound without jitter)")
         }
         if !result.chaos.isEmpty {
-            lines.append("chaos: " + result.chaos.map { "\($0.action) at \(formatDuration($0.firedAt)) (\(grouped($0.affected)) connections)" }
+            lines.append("chaos: " + result.chaos.map { "\(shown($0.action)) at \(formatDuration($0.firedAt)) (\(grouped($0.affected)) connections)" }
                 .joined(separator: "; "))
         }
         if result.unfinishedConnections > 0 {
@@ -56,10 +60,10 @@ enum RunSummary {
             lines.append(paint("invariants: \(grouped(saturated(result.invariants.violationCount))) violations", "31")
                 + " in \(grouped(saturated(checks))) checks")
             for name in result.invariants.violations.keys.sorted() where result.invariants.violations[name]! > 0 {
-                lines.append("  ✗ \(name): \(grouped(saturated(result.invariants.violations[name]!)))")
+                lines.append("  ✗ \(shown(name)): \(grouped(saturated(result.invariants.violations[name]!)))")
                 for example in result.invariants.examples[name]?.prefix(2) ?? [] {
-                    lines.append("      actor \(example.actor) (\(example.scenario)): \(example.detail)")
-                    for event in example.history.suffix(4) { lines.append("        " + event) }
+                    lines.append("      actor \(example.actor) (\(shown(example.scenario))): \(shown(example.detail))")
+                    for event in example.history.suffix(4) { lines.append("        " + shown(event)) }
                 }
             }
         }
@@ -113,7 +117,7 @@ enum RunSummary {
         }
         var lines = [transfers]
         let statuses = metrics.counters.keys.compactMap { name in MetricFamily.httpStatus.tag(of: name).map { (name, $0) } }
-            .sorted { $0.0 < $1.0 }.map { "\($0.1): \(grouped(saturated(metrics.counters[$0.0]!)))" }
+            .sorted { $0.0 < $1.0 }.map { "\(TerminalText.printable(String($0.1), limit: 80)): \(grouped(saturated(metrics.counters[$0.0]!)))" }
         lines.append("  bytes         \(formatBytes(bytes)) (\(formatBytes(saturatedInt64(seconds > 0 ? Double(bytes) / seconds : 0)))/s)"
             + (statuses.isEmpty ? "" : ", statuses " + statuses.joined(separator: ", ")))
         for metric in [Metric.timeToFirstByte, .transferDuration] {

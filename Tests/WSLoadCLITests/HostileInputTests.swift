@@ -85,6 +85,30 @@ struct HostileInputTests {
         #expect(result.error.hasPrefix("Error: --server: ") && !result.error.contains("\r"), "\(result.error)")
     }
 
+    @Test("wsload report of a crafted report: strings from the file (interruptedBy, invariant examples) reach the terminal escaped")
+    func reportStringsEscaped() async throws {
+        let baseline = SourceTree.root.appendingPathComponent("Reports/baseline/quickstart.json")
+        guard var report = try JSONSerialization.jsonObject(with: Data(contentsOf: baseline)) as? [String: Any],
+              var run = report["run"] as? [String: Any], var invariants = report["invariants"] as? [String: Any],
+              var sequence = invariants["messages.in_sequence"] as? [String: Any]
+        else { Issue.record("the baseline report changed shape"); return }
+        run["interrupted"] = true
+        run["interruptedBy"] = "SIG\u{1B}[2J\u{1B}]0;pwned\u{07}INT"
+        sequence["violations"] = 1
+        sequence["examples"] = [["actor": 7, "scenario": "s", "detail": "d\u{1B}[2Jx", "history": ["h\u{1B}[5m"]]]
+        invariants["messages.in_sequence"] = sequence
+        report["run"] = run
+        report["invariants"] = invariants
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-evil-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).json")
+        try JSONSerialization.data(withJSONObject: report).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let result = await runCLIArguments(["report", file.path])
+        #expect(result.code == .success, "\(result.error)")
+        #expect(result.output.contains("interrupted by SIG\\u{1B}[2J\\u{1B}]0;pwned\\u{07}INT"), "\(result.output)")
+        #expect(result.output.contains("d\\u{1B}[2Jx") && result.output.contains("h\\u{1B}[5m"), "\(result.output)")
+        #expect(!result.output.contains("\u{1B}") && !result.output.contains("\u{07}"), "\(result.output)")
+    }
+
     @Test("a status reason and an error page with escape sequences reach stderr escaped, not as escapes")
     func statusReasonEscaped() async throws {
         let peer = try HostileURLPeer()

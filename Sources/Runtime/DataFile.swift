@@ -18,6 +18,9 @@ public final class DataFile: @unchecked Sendable {
         /// Read only, refusing a symbolic link as the last component (`O_NOFOLLOW`: ELOOP), for serving files
         /// from a directory without following links out of it; check ``status()`` of what was opened.
         case readNoFollow
+        /// Read and write an existing file, refusing a symbolic link as the last component (`O_NOFOLLOW`: ELOOP):
+        /// for reopening a file this process created where another could have swapped in a link.
+        case updateNoFollow
     }
 
     public let path: String
@@ -42,6 +45,7 @@ public final class DataFile: @unchecked Sendable {
         case .readWrite: O_RDWR | O_CREAT
         case .createNew: O_RDWR | O_CREAT | O_EXCL
         case .readNoFollow: O_RDONLY | O_NOFOLLOW | O_NONBLOCK
+        case .updateNoFollow: O_RDWR | O_NOFOLLOW
         }
         let descriptor = Glibc.open(path, flags | O_CLOEXEC, permissions)
         guard descriptor >= 0 else { throw fileError(function: "open", path: path) }

@@ -245,7 +245,7 @@ enum DownloadCommand: Subcommand {
     private static func reserveRoomForResumeData(at temporary: String, _ options: Options) {
         // Best effort: without reserved room, resume data is still written if the disk allows.
         try? FileSystem.remove(temporary)
-        guard let file = try? DataFile.open(temporary, mode: .createNew) else { return }
+        guard let file = try? DataFile.open(temporary, mode: .createNew, permissions: 0o600) else { return }
         defer { file.close() }
         // Generous: the URL after redirects, three paths and one [first, last, received] triple per segment.
         let size = 16 * 1024 + 4 * (options.url.description.utf8.count + options.output.utf8.count) + 64 * options.request.segments
@@ -305,9 +305,11 @@ enum DownloadCommand: Subcommand {
         let temporary = path + ".tmp"
         // The room reserved before the download (on a full disk, a new file could not be written).
         // A reservation that cannot be reopened is replaced by a new file; if that fails too there is nowhere to write.
-        let reserved = FileSystem.exists(temporary) ? try? DataFile.open(temporary, mode: .readWrite) : nil
-        if reserved == nil { try? FileSystem.remove(temporary) }
-        guard let file = reserved ?? (try? DataFile.open(temporary, mode: .createNew)) else { return }  // no room: nowhere to write
+        // Never through a link swapped in meanwhile (O_NOFOLLOW: ELOOP, then it is removed and a new file created).
+        let reserved = try? DataFile.open(temporary, mode: .updateNoFollow)  // nil: missing or a link, replaced just below
+        if reserved == nil { try? FileSystem.remove(temporary) }  // a link itself is removed, not what it points to
+        // Owner-only: resume data holds the URL, a signed query included.
+        guard let file = reserved ?? (try? DataFile.open(temporary, mode: .createNew, permissions: 0o600)) else { return }  // no room: nowhere to write
         let bytes = data.serialized()
         do {
             try file.write(bytes[...], at: 0)

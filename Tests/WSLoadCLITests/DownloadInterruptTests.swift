@@ -51,6 +51,39 @@ struct DownloadInterruptTests {
         #expect(scratch.contents == ["f.bin"], "the partial file and the resume data are gone once it completed")
     }
 
+    @Test("resume data is written owner-only (0600) and never through a symlink planted at its temporary")
+    func resumeDataNotThroughSymlink() async throws {
+        let scratch = try DownloadScratch()
+        let size: Int64 = 6 << 20
+        let victim = NSTemporaryDirectory() + "wsload-victim-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "victim".write(toFile: victim, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: victim) }
+        try await withDownloadServer { server, _ in
+            let destination = scratch.file("s.bin")
+            let child = try ChildProcess.wsload(["download", "\(server.httpURL)/bytes/\(size)?seed=9&throttle=2000000", "-o", destination])
+            defer { child.stop() }
+            let part = destination + ".wsload-part"
+            let temporary = destination + ".wsload-resume.tmp"
+            // While it downloads, the room reserved for the resume data is swapped for a link to another file.
+            let isInterrupted = await sendSignal(SIGINT, to: child.process, when: {
+                guard (FileSystem.size(of: part) ?? 0) >= 1 << 20, FileManager.default.fileExists(atPath: temporary) else { return false }
+                try? FileManager.default.removeItem(atPath: temporary)  // checked below: the link must be in place
+                try? FileManager.default.createSymbolicLink(atPath: temporary, withDestinationPath: victim)  // checked below
+                return true
+            })
+            try #require(isInterrupted, "1 MiB never reached the partial file while the download ran: \(child.errors)")
+            let status = try #require(try await child.exitStatus(within: .seconds(20)), "wsload did not exit within 20 s of SIGINT")
+            #expect(status == 130, "\(child.errors)")
+        }
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "victim", "the resume data was written through the link")
+        let resume = scratch.file("s.bin.wsload-resume")
+        let attributes = try FileManager.default.attributesOfItem(atPath: resume)
+        #expect(attributes[.type] as? FileAttributeType == .typeRegular)
+        let permissions = try #require(attributes[.posixPermissions] as? Int)
+        #expect(permissions & 0o077 == 0, "mode \(String(permissions, radix: 8)): the resume data holds the URL")
+        #expect(try scratch.resumeData(of: "s.bin").bytesOnDisk > 0)
+    }
+
     @Test("--max-time stops the download with exit 1 and keeps the resume data; a rerun with more time resumes")
     func maxTime() async throws {
         let scratch = try DownloadScratch()

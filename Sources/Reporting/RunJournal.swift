@@ -38,13 +38,29 @@ package final class RunJournal: Sendable {
     /// The run's id, chosen before it starts: written in the header, so the report of the finished run and a report
     /// recovered from its journal carry the same `run.id` (merge then refuses both together).
     package let runID = RunResult.newRunID()
+    /// Told the first problem as it happens (a long run should not learn at its end that nothing was journaled).
+    private let onProblem: (@Sendable (String) -> Void)?
 
-    /// - Parameter reportPath: where the run's report will be written, given the run's start time (the default
-    ///   report name holds it); the journal is that path + ``suffix``.
-    package init(toolVersion: String, commit: String?, reportPath: @escaping @Sendable (Date) -> String) {
+    /// - Parameters:
+    ///   - reportPath: where the run's report will be written, given the run's start time (the default report name
+    ///     holds it); the journal is that path + ``suffix``.
+    ///   - onProblem: called once, outside the journal's lock, with the first problem (journaling then stops).
+    package init(toolVersion: String, commit: String?, reportPath: @escaping @Sendable (Date) -> String,
+                 onProblem: (@Sendable (String) -> Void)? = nil) {
         self.toolVersion = toolVersion
         self.commit = commit
         self.reportPath = reportPath
+        self.onProblem = onProblem
+    }
+
+    /// Runs `body` under the lock and reports a problem it caused (the first one) to ``onProblem``.
+    private func locked(_ body: (inout State) -> Void) {
+        let problem: String? = state.withLock { state in
+            let before = state.problem
+            body(&state)
+            return before == nil ? state.problem : nil
+        }
+        if let problem { onProblem?(problem) }
     }
 
     /// The journal's path once ``begin(profile:seed:shard:loops:startedAt:)`` created it.
@@ -64,7 +80,7 @@ package final class RunJournal: Sendable {
         let header = Self.headerRecord(
             profile: profile, seed: seed, shard: shard, loops: loops, startedAt: startedAt, report: report,
             toolVersion: toolVersion, commit: commit, runID: runID)
-        state.withLock { state in
+        locked { state in
             guard state.descriptor < 0, !state.isClosed else { return }
             do {
                 try FileManager.default.createDirectory(
@@ -87,7 +103,7 @@ package final class RunJournal: Sendable {
     /// Appends one closed interval: its span, the connections live at its end, its metrics (run-wide and per
     /// scenario, histograms lossless) and the invariant checks made during it.
     package func append(_ interval: RunResult.Interval, scenarios: [(name: String, metrics: MetricSet)], invariants: InvariantReport) {
-        state.withLock { state in
+        locked { state in
             guard state.descriptor >= 0 else { return }
             let record = Self.intervalRecord(interval, index: state.intervalCount, scenarios: scenarios, invariants: invariants)
             if Self.write(record, into: &state) { state.intervalCount += 1 }

@@ -103,7 +103,9 @@ enum RunCommand: Subcommand {
                 + "finish. Recover it with 'wsload report --recover \(RunJournal.path(forReport: outPath))', or remove it.")
             return .ioError
         }
-        let journal = RunJournal(toolVersion: WSLoad.version, commit: RunReport.gitCommit(), reportPath: pathOfReport)
+        // A journal problem is told as it happens (the progress line may be drawing: a line of its own).
+        let journal = RunJournal(toolVersion: WSLoad.version, commit: RunReport.gitCommit(), reportPath: pathOfReport,
+                                 onProblem: { output.printError((output.isErrorTerminal ? "\n" : "") + "warning: run journal: \($0); the run goes on without it") })
 
         let signalLoop: EventLoop
         do {
@@ -141,7 +143,6 @@ enum RunCommand: Subcommand {
         let report = RunReport.json(result, toolVersion: WSLoad.version, commit: RunReport.gitCommit())
         let text = report.formatted() + "\n"
         let reportPath = pathOfReport(result.startedAt)
-        if let problem = journal.problem { output.printError("warning: run journal: \(problem)") }
         var exit = ExitCode.success
         do {
             try RunReport.writeAtomically(text, to: reportPath)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LoadEngine
 import Profile
 import Reporting
@@ -43,5 +44,27 @@ struct RunJournalContentTests {
         #expect(fingerprint(recovered.total) == fingerprint(result.total), "the journal's sum is what the run measured")
         #expect(recovered.scenarios.map { fingerprint($0.metrics) } == result.scenarios.map { fingerprint($0.metrics) })
         #expect(recovered.seed == 5)
+    }
+
+    @Test("a journal that cannot be created tells its problem at once, once, and the run's journal calls stay harmless")
+    func problemToldAtOnce() throws {
+        let directory = try scratchDirectory("journal-problem")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("file").path
+        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        let told = Mutex<[String]>([])
+        let journal = RunJournal(toolVersion: "test", commit: nil, reportPath: { _ in file + "/r.json" },
+                                 onProblem: { problem in told.withLock { $0.append(problem) } })
+        let decoded = try profile("""
+            {"version": 1, "name": "p", "target": "ws://127.0.0.1:1/", "duration": "1s",
+             "scenarios": [{"name": "a", "pattern": "echo", "connections": 1}]}
+            """)
+        journal.begin(profile: decoded, seed: 1, shard: nil, loops: 1, startedAt: Date())
+        #expect(told.withLock { $0.count } == 1, "told as the journal failed, before any interval")
+        #expect(told.withLock { $0.first?.contains(file) } == true, "\(told.withLock { $0 })")
+        journal.append(.init(start: .zero, end: .seconds(1), liveConnections: 0, metrics: MetricSet()), scenarios: [],
+                       invariants: InvariantReport())
+        #expect(told.withLock { $0.count } == 1, "told once")
+        #expect(journal.intervalCount == 0 && journal.problem != nil)
     }
 }

@@ -1,4 +1,4 @@
-import Synchronization
+import Runtime
 
 /// The event stream of ``WebSocketManager/run()`` (and of ``ReconnectingWebSocket/run()``) with backpressure:
 /// a single-consumer queue whose producer — the connection's reader — waits while the consumer has
@@ -39,7 +39,7 @@ package final class EventQueue<Element: Sendable>: Sendable {
         var isReleased = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// - Parameters:
     ///   - highWaterMark: pending messages at which the producer waits (at least 1).

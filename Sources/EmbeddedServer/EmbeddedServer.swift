@@ -224,14 +224,14 @@ final class SessionRegistry: @unchecked Sendable {
 
 /// The listeners of a server that a chaos restart can close and open again on the same address.
 final class RestartableListeners: Sendable {
-    private let current: Mutex<[TCPListener]>
+    private let current: Lock<[TCPListener]>
     /// Set by a restart: how long ``run(onRestart:accept:)`` waits before listening again.
-    private let restartPause = Mutex<Duration?>(nil)
+    private let restartPause = Lock<Duration?>(nil)
     let loops: [EventLoop]
     let localAddress: SocketAddress
 
     init(_ listeners: [TCPListener]) {
-        current = Mutex(listeners)
+        current = Lock(listeners)
         loops = listeners.map(\.loop)
         localAddress = listeners[0].localAddress
     }

@@ -3,7 +3,6 @@ import Foundation
 import Profile
 import Reporting
 import Runtime
-import Synchronization
 
 /// The run's conductor, on the control loop: sleeps until the next thing falls due (a ramp step, a gather,
 /// an interval end, a chaos event, the end of the duration) or something happens (a stop request, the last
@@ -191,7 +190,7 @@ struct CoordinatorOutcome {
 
 /// The chaos events that fired, recorded from their tasks.
 private final class ChaosLog: Sendable {
-    private let storage = Mutex<[RunResult.ChaosRecord]>([])
+    private let storage = Lock<[RunResult.ChaosRecord]>([])
     var records: [RunResult.ChaosRecord] { storage.withLock { $0 } }
     func append(_ record: RunResult.ChaosRecord) { storage.withLock { $0.append(record) } }
 }

@@ -10,7 +10,7 @@ final class CoordinatorWakeup: Sendable {
         var isRung = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Wakes the waiting coordinator, or the next wait.
     func ring() {

@@ -6,7 +6,6 @@ import LoadEngine
 import Profile
 import Reporting
 import Runtime
-import Synchronization
 
 /// `wsload download`: one download, as curl and aria2 users expect it: single or ranged, resumable,
 /// verified, with a progress bar on a TTY.
@@ -267,7 +266,7 @@ enum DownloadCommand: Subcommand {
             return .failure(TransferError(.file, "\(error)"))
         }
         defer { Task { await session.close() } }
-        let completions = Mutex<[TransferCompletion]>([])
+        let completions = Lock<[TransferCompletion]>([])
         do {
             let unfinished = await session.unfinishedTaskIDs
             let undelivered = await session.undeliveredTaskIDs
@@ -357,7 +356,7 @@ final class ProgressBar: Sendable {
 
     private let output: CommandOutput
     private let isEnabled: Bool
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(output: CommandOutput, isEnabled: Bool) {
         self.output = output

@@ -2,7 +2,7 @@ import Foundation
 import LoadEngine
 import Profile
 import Reporting
-import Synchronization
+import Runtime
 
 /// Live progress on standard error: on a terminal one block redrawn in place; otherwise a plain line
 /// every 5 seconds; nothing when quiet. Colour only on a terminal and never with `NO_COLOR` set.
@@ -14,7 +14,7 @@ final class ProgressDisplay: Sendable {
         var linesDrawn = 0
         var lastPlainLine: Duration?
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(output: CommandOutput, isTerminal: Bool, isQuiet: Bool) {
         self.output = output

@@ -1,7 +1,6 @@
 import Clients
 import EmbeddedServer
 import Runtime
-import Synchronization
 import TestSupport
 import WebSocket
 
@@ -30,7 +29,7 @@ struct Session {
 }
 
 final class EventLog: Sendable {
-    private let storage = Mutex<[WebSocketManager.Event]>([])
+    private let storage = Lock<[WebSocketManager.Event]>([])
     var all: [WebSocketManager.Event] { storage.withLock { $0 } }
     func append(_ event: WebSocketManager.Event) { storage.withLock { $0.append(event) } }
 
@@ -95,7 +94,7 @@ extension AsyncStream<WebSocketManager.Event>.Iterator {
 
 /// A thread-safe list that escaping closures can append to.
 final class Collected<Element: Sendable>: Sendable {
-    private let storage = Mutex<[Element]>([])
+    private let storage = Lock<[Element]>([])
     func append(_ element: Element) { storage.withLock { $0.append(element) } }
     var all: [Element] { storage.withLock { $0 } }
 }

@@ -2,7 +2,6 @@ import Clients
 import EmbeddedServer
 import HTTP1
 import Runtime
-import Synchronization
 import TestSupport
 import Testing
 import WebSocket
@@ -59,7 +58,7 @@ struct WebSocketManagerTests {
 
     @Test("the auth header reaches the server; a query token is percent-encoded; neither is in errors")
     func authentication() async throws {
-        let seen = Mutex<[HTTPRequestHead]>([])
+        let seen = Lock<[HTTPRequestHead]>([])
         try await withLoopGroup(loopCount: 1) { group in
             let configuration = ServerConfiguration(onHandshake: { request in seen.withLock { $0.append(request) } })
             try await withEmbeddedServer(configuration, on: group) { server in

@@ -1,7 +1,6 @@
 import Crypto
 import Lifecycle
 import Runtime
-import Synchronization
 import Testing
 
 /// A driver as callers write one: perform the lifecycle's action, report what came of it. The "connection" is a
@@ -10,10 +9,10 @@ private final class ScriptedDriver: Sendable {
     enum Outcome: Sendable { case refused, openThenDropped }
 
     let clock = ManualClock()
-    private let state: Mutex<(lifecycle: ConnectionLifecycle, script: [Outcome])>
+    private let state: Lock<(lifecycle: ConnectionLifecycle, script: [Outcome])>
 
     init(policy: ReconnectPolicy?, script: [Outcome]) {
-        state = Mutex((ConnectionLifecycle(policy: policy, recordLimit: 64), script))
+        state = Lock((ConnectionLifecycle(policy: policy, recordLimit: 64), script))
     }
 
     var lifecycle: ConnectionLifecycle { state.withLock { $0.lifecycle } }

@@ -4,14 +4,13 @@ import LoadEngine
 import Profile
 import Reporting
 import Runtime
-import Synchronization
 import Testing
 import TestSupport
 import WebSocket
 
 /// A chaos controller that applies nothing and records what it was asked, for runs that check the coordinator.
 private final class RecordingChaos: ChaosController {
-    let actions = Mutex<[String]>([])
+    let actions = Lock<[String]>([])
 
     func apply(_ action: ServerChaosAction, seed: UInt64) async -> Int {
         actions.withLock { $0.append(action.description) }

@@ -7,7 +7,6 @@ import Profile
 import Reporting
 import RunHost
 import Runtime
-import Synchronization
 import Testing
 import TestSupport
 
@@ -220,7 +219,7 @@ struct RunTests {
 
     @Test("auth tokens come from the environment, reach the server, and never the report")
     func authentication() async throws {
-        let seen = Mutex<[String]>([])
+        let seen = Lock<[String]>([])
         let configuration = ServerConfiguration(onHandshake: { request in
             seen.withLock { $0.append(request.headers["Authorization"] ?? "") }
         })

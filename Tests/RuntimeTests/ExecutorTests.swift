@@ -1,7 +1,6 @@
 import Foundation
 import Runtime
 import TestSupport
-import Synchronization
 import Testing
 
 /// A loop-bound actor holding a continuation that another task resumes: the pattern that broke actor
@@ -96,7 +95,7 @@ struct ExecutorTests {
     func closureScheduling() async throws {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
-            let order = Mutex<[Int]>([])
+            let order = Lock<[Int]>([])
             for value in 0..<1000 {
                 loop.execute { order.withLock { $0.append(value) } }
             }
@@ -143,7 +142,7 @@ struct ExecutorTests {
 }
 
 private final class FailureCount: Sendable {
-    private let count = Mutex(0)
+    private let count = Lock(0)
     func add() { count.withLock { $0 += 1 } }
     var value: Int { count.withLock { $0 } }
 }

@@ -1,10 +1,10 @@
-import Synchronization
+import Runtime
 import Testing
 import WSLoadCLI
 
 /// Captures what a command writes.
 final class CapturedOutput: Sendable {
-    private let state = Mutex<(output: String, error: String)>(("", ""))
+    private let state = Lock<(output: String, error: String)>(("", ""))
     var output: String { state.withLock { $0.output } }
     var error: String { state.withLock { $0.error } }
 

@@ -3,7 +3,6 @@ import Crypto
 import EmbeddedServer
 import Foundation
 import Runtime
-import Synchronization
 import TestSupport
 import Testing
 
@@ -51,7 +50,7 @@ func withDownloadServer<T: Sendable>(
 /// collected by threads of their own, so a chatty child never blocks and the cooperative pool never waits on a pipe.
 final class ChildProcess: @unchecked Sendable {
     let process = Process()
-    private let collected = Mutex<(output: Data, errors: Data)>((Data(), Data()))
+    private let collected = Lock<(output: Data, errors: Data)>((Data(), Data()))
     private let readers = DispatchGroup()
 
     /// Held open for peers that stop at the end of their input (Tests/Peers/websockets_server.py).

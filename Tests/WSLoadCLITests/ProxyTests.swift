@@ -2,7 +2,6 @@ import Clients
 import EmbeddedServer
 import Foundation
 import Runtime
-import Synchronization
 import TestSupport
 import Testing
 import WebSocket
@@ -64,8 +63,8 @@ private final class ProxyProcess: Sendable {
 
 /// A value set from one task and read from another.
 private final class Box<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Lock<Value>
+    init(_ value: Value) { storage = Lock(value) }
     var value: Value {
         get { storage.withLock { $0 } }
         set { storage.withLock { $0 = newValue } }

@@ -55,4 +55,20 @@ struct HostileNumbersTests {
         #expect(report.invariantsHeld, "honest pushes after a lie are in sequence: \(report.invariants.violations)")
         #expect(report.total.counter(.messagesReceived) == 15)
     }
+
+    @Test("a counter past 2^53 (a hostile peer's numbers, saturated) is written as 2^53-1 and reads back, in reports and the journal")
+    func hugeCountersReadBack() throws {
+        // Before: JSONValue(UInt64) wrote 1.8e19, which `integerValue` refuses: wsload could not read its own report.
+        var metrics = MetricSet()
+        metrics[counter: .messagesLost] = .max
+        metrics.errors["echo_mismatch"] = 1 << 60
+        metrics.disconnects[1006] = (1 << 53) + 1
+        let read = try MetricSet(json: metrics.json(seconds: 1, operations: 0), path: "total.metrics")
+        let limit = UInt64(JSONValue.maximumExactInteger)
+        #expect(read.counter(.messagesLost) == limit)
+        #expect(read.errors["echo_mismatch"] == limit)
+        #expect(read.disconnects[1006] == limit)
+        #expect(JSONValue(Int64.min) == .number(-Double(JSONValue.maximumExactInteger)))
+        #expect(JSONValue(12345) == .number(12345))
+    }
 }

@@ -344,8 +344,7 @@ final class ConnectionRun: @unchecked Sendable {
                     if push.sequence > expectedReply {
                         recorder.messagesLost = recorder.messagesLost.addingSaturated(push.sequence - expectedReply)
                     }
-                    // Within the gap of the sequence due: cannot overflow.
-                    expectedReply = max(expectedReply, push.sequence + 1)
+                    expectedReply = max(expectedReply, push.sequence.addingSaturated(1))
                 }
             }
             receivedCount += 1

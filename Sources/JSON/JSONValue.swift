@@ -83,8 +83,21 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 }
 
 extension JSONValue {
-    /// An integer count as a JSON number.
-    package init(_ value: some BinaryInteger) { self = .number(Double(value)) }
+    /// The largest magnitude a JSON number (a `Double` here) holds exactly: 2^53−1, what ``integerValue`` reads.
+    package static let maximumExactInteger: Int64 = (1 << 53) - 1
+
+    /// An integer count as a JSON number, saturated at ±(2^53−1): beyond it the number would be written inexactly
+    /// and every reader here (``integerValue``) would refuse it, so a report, merged report or run journal holding a
+    /// huge counter could not be read back. The one place every integer written to JSON passes.
+    package init(_ value: some BinaryInteger) {
+        if value > Self.maximumExactInteger {
+            self = .number(Double(Self.maximumExactInteger))
+        } else if value < -Self.maximumExactInteger {
+            self = .number(Double(-Self.maximumExactInteger))
+        } else {
+            self = .number(Double(value))
+        }
+    }
     /// A string, or null when absent.
     package init(_ value: String?) { self = value.map { .string($0) } ?? .null }
 }

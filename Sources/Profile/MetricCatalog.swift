@@ -257,4 +257,6 @@ package enum EngineErrorCode: String, Sendable, CaseIterable {
     case typedUnmatched = "typed_unmatched"
     /// A typed reply that does not decode as an envelope.
     case typedUndecodable = "typed_undecodable"
+    /// A pushed message whose sequence is more than 2^20 ahead of the one due: no honest stream's gap.
+    case pushMismatch = "push_mismatch"
 }

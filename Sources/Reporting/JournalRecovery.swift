@@ -29,8 +29,15 @@ package struct JournalRecovery: Sendable {
     /// What was ignored (a torn last record), for the user.
     package var warnings: [String] = []
 
-    /// Reads the journal at `path`. - Throws: ``JournalFormatError``.
+    /// Reads the journal at `path` with a decode budget of its own, one for the whole journal.
+    /// - Throws: ``JournalFormatError``.
     package init(contentsOf path: String) throws(JournalFormatError) {
+        var budget = HistogramDecodeBudget()
+        try self.init(contentsOf: path, budget: &budget)
+    }
+
+    /// Reads the journal at `path`, every record's histograms taken from `budget`. - Throws: ``JournalFormatError``.
+    package init(contentsOf path: String, budget: inout HistogramDecodeBudget) throws(JournalFormatError) {
         let name = URL(fileURLWithPath: path).lastPathComponent
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
@@ -55,11 +62,19 @@ package struct JournalRecovery: Sendable {
         guard data.count <= RunJournal.maximumSize else {
             throw JournalFormatError(source: path, reason: "larger than the journal cap of \(RunJournal.maximumSize >> 20) MiB")
         }
-        try self.init(bytes: Array(data), source: path, name: name)
+        try self.init(bytes: Array(data), source: path, name: name, budget: &budget)
+    }
+
+    /// Reads a journal's bytes with a decode budget of its own, one for the whole journal.
+    package init(bytes: [UInt8], source: String, name: String) throws(JournalFormatError) {
+        var budget = HistogramDecodeBudget()
+        try self.init(bytes: bytes, source: source, name: name, budget: &budget)
     }
 
     /// Reads a journal's bytes; `source` names it in errors, `name` is what the report's `recoveredFrom` says.
-    package init(bytes: [UInt8], source: String, name: String) throws(JournalFormatError) {
+    /// Every record's histograms are taken from `budget`: a journal of many tiny blobs declaring huge layouts is
+    /// refused once their slots add up to it, not allowed to allocate per record without bound.
+    package init(bytes: [UInt8], source: String, name: String, budget: inout HistogramDecodeBudget) throws(JournalFormatError) {
         var header: Header?
         var intervals: [RunResult.Interval] = []
         var scenarioTotals: [MetricSet] = []
@@ -86,7 +101,7 @@ package struct JournalRecovery: Sendable {
             }
             if let known = header {
                 let interval = try Self.interval(record, index: intervals.count, header: known,
-                                                 previousEnd: intervals.last?.end ?? .zero, fail: fail)
+                                                 previousEnd: intervals.last?.end ?? .zero, budget: &budget, fail: fail)
                 do {
                     try Self.checkedAdd(interval.total.metrics, to: &total)
                     for index in scenarioTotals.indices { try Self.checkedAdd(interval.scenarios[index], to: &scenarioTotals[index]) }
@@ -189,6 +204,7 @@ package struct JournalRecovery: Sendable {
     private static let maximumSeconds = 1e9
 
     private static func interval(_ record: JSONValue, index: Int, header: Header, previousEnd: Duration,
+                                 budget: inout HistogramDecodeBudget,
                                  fail: (String) -> JournalFormatError) throws(JournalFormatError) -> IntervalRecord {
         guard record["record"]?.stringValue == "interval" else {
             throw fail("record: expected \"interval\" (the header comes once, first)")
@@ -212,7 +228,7 @@ package struct JournalRecovery: Sendable {
         func metrics(_ value: JSONValue?, at path: String) throws(JournalFormatError) -> MetricSet {
             guard let value else { throw fail("\(path): missing") }
             do {
-                return try MetricSet(json: value, path: path)
+                return try MetricSet(json: value, path: path, budget: &budget)
             } catch {
                 throw fail(error.description)
             }

@@ -112,14 +112,15 @@ package struct MetricSet: Sendable, Equatable {
         return .object(object)
     }
 
-    /// Reads back what ``json(seconds:operations:)`` wrote, with a budget of its own (one set alone).
+    /// Reads back what ``json(seconds:operations:)`` wrote, with a budget of its own (one set alone: tests and
+    /// tools; readers of files pass the command's budget).
     package init(json value: JSONValue, path: String) throws(ReportFormatError) {
         var budget = HistogramDecodeBudget()
         try self.init(json: value, path: path, budget: &budget)
     }
 
     /// Reads back what ``json(seconds:operations:)`` wrote: histograms from their blobs (exact), counters
-    /// from their counts. Each histogram's counts are taken from `budget` (shared by a whole report) before
+    /// from their counts. Each histogram's counts are taken from `budget` (shared by a whole command) before
     /// they are allocated. - Throws: ``ReportFormatError`` naming the JSON path.
     package init(json value: JSONValue, path: String, budget: inout HistogramDecodeBudget) throws(ReportFormatError) {
         guard let object = value.objectValue else { throw ReportFormatError(path: path, reason: "expected an object") }
@@ -166,14 +167,16 @@ package struct MetricSet: Sendable, Equatable {
     }
 }
 
-/// The histogram counts one report may make its reader allocate: 2^28 slots (2 GiB), about 11,000 histograms
-/// of wsload's layout (a 2-hour run at 5-second intervals needs a sixth of it). A crafted report whose tiny
-/// blobs declare huge layouts is refused at the blob that exhausts it, not allowed to allocate gigabytes.
+/// The histogram counts one command may make its readers allocate, shared by every report and journal it reads
+/// (`merge` and `compare` pass one budget to all their inputs, `report --recover` to the whole journal): 2^28 slots
+/// (2 GiB), about 11,000 histograms of wsload's layout (a 2-hour run at 5-second intervals needs a sixth of it, its
+/// journal about a third). A crafted file whose tiny blobs declare huge layouts is refused at the blob that
+/// exhausts it, not allowed to allocate gigabytes, however many files or journal records carry such blobs.
 package struct HistogramDecodeBudget: Sendable {
-    package static let reportSlots = 1 << 28
+    package static let commandSlots = 1 << 28
     /// Slots still allowed.
     package var remainingSlots: Int
-    package init(slots: Int = HistogramDecodeBudget.reportSlots) { remainingSlots = slots }
+    package init(slots: Int = HistogramDecodeBudget.commandSlots) { remainingSlots = slots }
 }
 
 /// A report that does not have the shape this build writes.

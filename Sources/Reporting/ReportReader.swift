@@ -18,8 +18,17 @@ package struct LoadedReport: Sendable {
     /// a few MB).
     package static let maximumSize = 512 << 20
 
-    /// Reads a report file. - Throws: ``ReportFormatError`` with the JSON path (or `file`) at fault.
+    /// Reads a report file with a decode budget of its own (a command that reads one file).
+    /// - Throws: ``ReportFormatError`` with the JSON path (or `file`) at fault.
     package init(contentsOf path: String) throws(ReportFormatError) {
+        var budget = HistogramDecodeBudget()
+        try self.init(contentsOf: path, budget: &budget)
+    }
+
+    /// Reads a report file, taking its histograms from `budget`: a command that reads several files passes one
+    /// budget to every read, so many crafted files cannot add up to more than one budget's memory.
+    /// - Throws: ``ReportFormatError`` with the JSON path (or `file`) at fault.
+    package init(contentsOf path: String, budget: inout HistogramDecodeBudget) throws(ReportFormatError) {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw ReportFormatError(path: path, reason: FileManager.default.fileExists(atPath: path) ? "cannot be read" : "no such file")
         }
@@ -39,11 +48,20 @@ package struct LoadedReport: Sendable {
         } catch {
             throw ReportFormatError(path: path, reason: "not valid JSON: \(error)")
         }
-        try self.init(document: document, source: path)
+        try self.init(document: document, source: path, budget: &budget)
     }
 
+    /// Reads a parsed report with a decode budget of its own.
     package init(document: JSONValue, source: String) throws(ReportFormatError) {
-        var reader = FieldReader(source: source)
+        var budget = HistogramDecodeBudget()
+        try self.init(document: document, source: source, budget: &budget)
+    }
+
+    /// Reads a parsed report, taking its histograms' counts from `budget` before they are allocated.
+    package init(document: JSONValue, source: String, budget: inout HistogramDecodeBudget) throws(ReportFormatError) {
+        var reader = FieldReader(source: source, budget: budget)
+        // What this report spent stays spent, whether it is read or refused.
+        defer { budget = reader.budget }
         guard let schema = document["schema"]?.stringValue else {
             throw reader.error("schema", "missing: is this a wsload report?")
         }
@@ -168,8 +186,8 @@ private func parseTimestamp(_ text: String) -> Date? {
 /// Reads fields by dotted path and fails with the path that is missing or of the wrong kind.
 private struct FieldReader {
     let source: String
-    /// The histogram slots this report may still allocate (see ``HistogramDecodeBudget``).
-    var budget = HistogramDecodeBudget()
+    /// The histogram slots the command may still allocate (see ``HistogramDecodeBudget``).
+    var budget: HistogramDecodeBudget
 
     /// The most seconds a time in a report may be (about 31 years): beyond it, milliseconds stop being exact
     /// and `Int64(seconds * 1000)` would trap.

@@ -63,8 +63,9 @@ enum CompareCommand: Subcommand {
         var sides: [ComparisonSide] = []
         var results: [[RunResult]] = []
         var digests: [Set<String>] = []
+        var budget = HistogramDecodeBudget()  // one for both sides and every report in them
         for path in positional {
-            switch loadSide(path) {
+            switch loadSide(path, budget: &budget) {
             case .failure(let failure):
                 failure.print(to: output)
                 return failure.exitCode
@@ -115,10 +116,10 @@ enum CompareCommand: Subcommand {
     }
 
     /// A report, or every report in a directory.
-    static func loadSide(_ path: String) -> Result<[LoadedReport], ReportLoadFailure> {
+    static func loadSide(_ path: String, budget: inout HistogramDecodeBudget) -> Result<[LoadedReport], ReportLoadFailure> {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
-            return loadReport(path).map { [$0] }
+            return loadReport(path, budget: &budget).map { [$0] }
         }
         // A directory that cannot be listed has no reports; that is reported as such below.
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [])
@@ -128,7 +129,7 @@ enum CompareCommand: Subcommand {
         }
         var reports: [LoadedReport] = []
         for file in files {
-            switch loadReport(path + "/" + file) {
+            switch loadReport(path + "/" + file, budget: &budget) {
             case .success(let report): reports.append(report)
             case .failure(let failure): return .failure(failure)
             }

@@ -54,8 +54,9 @@ enum MergeCommand: Subcommand {
             return .usage
         }
         var reports: [LoadedReport] = []
+        var budget = HistogramDecodeBudget()  // one for every input: many crafted files add up to one budget
         for path in inputs {
-            switch loadReport(path) {
+            switch loadReport(path, budget: &budget) {
             case .success(let report): reports.append(report)
             case .failure(let failure):
                 failure.print(to: output)
@@ -107,7 +108,14 @@ struct ReportLoadFailure: Error {
     }
 }
 
+/// Reads one report with a decode budget of its own (a command that reads one file).
 func loadReport(_ path: String) -> Result<LoadedReport, ReportLoadFailure> {
+    var budget = HistogramDecodeBudget()
+    return loadReport(path, budget: &budget)
+}
+
+/// Reads one report, its histograms taken from `budget`: a command reading several files passes one budget to all.
+func loadReport(_ path: String, budget: inout HistogramDecodeBudget) -> Result<LoadedReport, ReportLoadFailure> {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
         FileManager.default.isReadableFile(atPath: path)
@@ -116,7 +124,7 @@ func loadReport(_ path: String) -> Result<LoadedReport, ReportLoadFailure> {
         return .failure(ReportLoadFailure(error: ReportFormatError(path: path, reason: reason), isUnreadable: true))
     }
     do {
-        return .success(try LoadedReport(contentsOf: path))
+        return .success(try LoadedReport(contentsOf: path, budget: &budget))
     } catch {
         return .failure(ReportLoadFailure(error: error, isUnreadable: false))
     }

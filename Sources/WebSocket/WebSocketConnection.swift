@@ -271,10 +271,7 @@ public struct WebSocketConnection: Sendable {
             let fresh = UnsafeBufferPointer(rebasing: bytes[check.checked...])
             let invalid: Int?
             if let key = frame.maskingKey {
-                var unmasked = Array(fresh)
-                let rotated = (0..<4).map { key[($0 + check.checked) % 4] }
-                unmasked.withUnsafeMutableBufferPointer { WebSocketFrame.applyMask(key: rotated, to: $0) }
-                invalid = unmasked.withUnsafeBufferPointer { check.validator.firstInvalidIndex(in: $0) }
+                invalid = Self.firstInvalidMasked(fresh, key: key, phase: check.checked, validator: &check.validator)
             } else {
                 invalid = check.validator.firstInvalidIndex(in: fresh)
             }
@@ -286,6 +283,25 @@ public struct WebSocketConnection: Sendable {
         partialText = outcome.check
         guard let at = outcome.invalidAt else { return nil }
         return fail(WebSocketProtocolError(.invalidFramePayloadData, "text message is not valid UTF-8", offset: at))
+    }
+
+    /// Validates masked bytes without copying them to the heap: unmasked a stack chunk at a time (the
+    /// validator carries a code point across chunks). Returns the first invalid byte's index in `bytes`.
+    private static func firstInvalidMasked(
+        _ bytes: UnsafeBufferPointer<UInt8>, key: UInt32, phase: Int, validator: inout UTF8Validator
+    ) -> Int? {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 512) { chunk in
+            var start = 0
+            while start < bytes.count {
+                let count = Swift.min(chunk.count, bytes.count - start)
+                let piece = UnsafeMutableBufferPointer(rebasing: chunk[..<count])
+                _ = piece.initialize(from: UnsafeBufferPointer(rebasing: bytes[start..<(start + count)]))
+                WebSocketFrame.applyMask(key: key, phase: phase + start, to: piece)
+                if let invalid = validator.firstInvalidIndex(in: UnsafeBufferPointer(piece)) { return start + invalid }
+                start += count
+            }
+            return nil
+        }
     }
 
     private mutating func fail(_ error: WebSocketProtocolError) -> Event {

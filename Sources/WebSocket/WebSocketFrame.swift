@@ -65,25 +65,36 @@ public struct WebSocketFrame: Hashable, Sendable {
             buffer.append(contentsOf: payload)
             return
         }
-        let key: [UInt8] = [UInt8(maskingKey >> 24), UInt8((maskingKey >> 16) & 0xFF), UInt8((maskingKey >> 8) & 0xFF),
-                            UInt8(maskingKey & 0xFF)]
-        buffer.append(contentsOf: key)
+        for shift in [24, 16, 8, 0] as [UInt32] { buffer.append(UInt8(truncatingIfNeeded: maskingKey >> shift)) }
         let start = buffer.count
         buffer.append(contentsOf: payload)
         buffer.withUnsafeMutableBufferPointer { bytes in
-            applyMask(key: key, to: UnsafeMutableBufferPointer(rebasing: bytes[start...]))
+            applyMask(key: maskingKey, to: UnsafeMutableBufferPointer(rebasing: bytes[start...]))
         }
     }
 
     /// XORs `bytes` with the 4-byte `key`, starting at key index 0 (§5.3). Masking and unmasking are
     /// the same operation.
     public static func applyMask(key: [UInt8], to bytes: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(key.count == 4, "a masking key is 4 bytes")
+        applyMask(key: UInt32(key[0]) << 24 | UInt32(key[1]) << 16 | UInt32(key[2]) << 8 | UInt32(key[3]), to: bytes)
+    }
+
+    /// XORs `bytes` with the 4-byte `key` (its bytes in wire order, most significant first), starting at key
+    /// index `phase % 4`: a payload unmasked in pieces continues where the piece before it stopped. No allocation.
+    public static func applyMask(key: UInt32, phase: Int = 0, to bytes: UnsafeMutableBufferPointer<UInt8>) {
         let count = bytes.count
         guard count > 0, let base = bytes.baseAddress else { return }
+        // The key's bytes in the order they apply from `phase` on (a rotation of the wire order).
+        let shift = UInt32(phase & 3) * 8
+        let rotated = shift == 0 ? key : key << shift | key >> (32 - shift)
+        @inline(__always) func keyByte(_ index: Int) -> UInt8 {
+            UInt8(truncatingIfNeeded: rotated >> (24 - 8 * UInt32(index & 3)))
+        }
         // Eight bytes at a time with the key repeated in a word, then the tail byte by byte.
         var word: UInt64 = 0
         withUnsafeMutableBytes(of: &word) { raw in
-            for index in 0..<8 { raw[index] = key[index % 4] }
+            for index in 0..<8 { raw[index] = keyByte(index) }
         }
         var index = 0
         let raw = UnsafeMutableRawPointer(base)
@@ -93,7 +104,7 @@ public struct WebSocketFrame: Hashable, Sendable {
             index += 8
         }
         while index < count {
-            base[index] ^= key[index % 4]
+            base[index] ^= keyByte(index)
             index += 1
         }
     }

@@ -123,18 +123,21 @@ public struct WebSocketFrameParser: Sendable {
         }
         let maskLength = isMasked ? 4 : 0
         guard available >= headerLength + maskLength + length else {
-            // Grow towards the declared length at most one bounded step past what has arrived: a peer that
-            // declares 16 MiB and sends a byte must not make us hold 16 MiB (the array still doubles as
-            // bytes come, so a frame that does arrive costs no more copies).
+            // Grow towards the declared length, never past twice what has arrived plus a bounded step: a peer
+            // that declares 16 MiB and sends a byte must not make us hold 16 MiB. `reserveCapacity` allocates
+            // exactly what it is asked for, so each growth at least doubles the capacity: a frame arriving in
+            // 64 KiB reads then costs O(log n) reallocations, not one copy of everything so far per read.
             let wanted = readIndex + headerLength + maskLength + length
-            let bounded = Swift.min(wanted, buffer.count + Self.reserveStep)
-            if buffer.capacity < bounded { buffer.reserveCapacity(bounded) }
+            let needed = Swift.min(wanted, buffer.count + Self.reserveStep)
+            if buffer.capacity < needed {
+                buffer.reserveCapacity(Swift.min(wanted, Swift.max(needed, buffer.capacity * 2)))
+            }
             return nil
         }
         let payloadStart = readIndex + headerLength + maskLength
         var payload = Array(buffer[payloadStart..<(payloadStart + length)])
         if isMasked {
-            let key = Array(buffer[(readIndex + headerLength)..<payloadStart])
+            let key = maskingKey(at: readIndex + headerLength)
             payload.withUnsafeMutableBufferPointer { WebSocketFrame.applyMask(key: key, to: $0) }
         }
         readIndex = payloadStart + length
@@ -151,8 +154,8 @@ public struct WebSocketFrameParser: Sendable {
         public var frameOffset: Int
         /// The stream offset of the payload's first byte.
         public var payloadOffset: Int
-        /// The masking key (server role), or nil.
-        public var maskingKey: [UInt8]?
+        /// The masking key (server role; its bytes in wire order, most significant first), or nil.
+        public var maskingKey: UInt32?
     }
 
     /// Calls `body` with the partial frame and the payload bytes received so far (still masked if masked).
@@ -183,8 +186,13 @@ public struct WebSocketFrameParser: Sendable {
         let frame = PartialFrame(
             opcode: opcode, rsv1: first & 0x40 != 0, frameOffset: streamOffset,
             payloadOffset: consumedBefore + payloadStart,
-            maskingKey: isMasked ? Array(buffer[(payloadStart - 4)..<payloadStart]) : nil)
+            maskingKey: isMasked ? maskingKey(at: payloadStart - 4) : nil)
         return buffer.withUnsafeBufferPointer { body(frame, UnsafeBufferPointer(rebasing: $0[payloadStart...])) }
+    }
+
+    /// The four key bytes at `index` as one word (wire order, most significant first): no array per frame.
+    private func maskingKey(at index: Int) -> UInt32 {
+        UInt32(buffer[index]) << 24 | UInt32(buffer[index + 1]) << 16 | UInt32(buffer[index + 2]) << 8 | UInt32(buffer[index + 3])
     }
 
     /// Capacity held by the buffer (tests check that a declared length is not reserved ahead of its bytes).

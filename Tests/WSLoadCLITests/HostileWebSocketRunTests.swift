@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Reporting
 import TestSupport
 import Testing
 
@@ -23,10 +24,10 @@ struct HostileWebSocketRunTests {
         let child = try WSLoadProcess(["run", profile, "--out", scratch.path("report.json")])
         let status = try await child.waitForExit(within: .seconds(90))
         #expect(status == 3, "thresholds failed is the documented exit: \(child.errors)")
-        let report = try scratch.json("report.json")
-        let metrics = try #require(report["total"]?["metrics"])
-        #expect(metrics["errors"]?["byCode"]?["protocol"]?.integerValue == 3, "\(String(describing: metrics["errors"]))")
-        #expect(metrics["ws.disconnects"]?["byCode"]?[closeCode]?.integerValue == 3)
+        // Read back the way report/compare/merge read it: the report must be wsload-readable, not just JSON.
+        let metrics = try LoadedReport(contentsOf: scratch.path("report.json")).result.total
+        #expect(metrics.errors["protocol"] == 3, "\(metrics.errors)")
+        #expect(metrics.disconnects[UInt16(closeCode)!] == 3, "\(metrics.disconnects)")
         #expect(child.output.contains("errors: protocol 3"), "\(child.output)")
     }
 }

@@ -86,6 +86,66 @@ struct StrictConformanceTests {
         parser.append([UInt8](repeating: 7, count: length - 1))
         #expect(try parser.nextFrame()?.payload.count == length)
     }
+
+    @Test("a 16 MiB frame arriving in 64 KiB reads grows the buffer geometrically: O(log n) reallocations, not one per read")
+    func growthIsGeometric() throws {
+        // Before the fix: every read reserved exactly `count + 256 KiB`, so each of the 256 reads reallocated and
+        // copied the whole buffer (254 capacity changes, ~2 GiB of memcpy for one frame).
+        var parser = WebSocketFrameParser(role: .client)
+        let length = 16 * 1024 * 1024
+        let piece = [UInt8](repeating: 7, count: 64 * 1024)
+        parser.append([0x82, 127, 0, 0, 0, 0, UInt8(length >> 24 & 0xFF), UInt8(length >> 16 & 0xFF), 0, 0])
+        var capacity = parser.bufferCapacity
+        var growths = 0
+        var frame: WebSocketFrame?
+        for _ in 0..<(length / piece.count) {
+            parser.append(piece)
+            frame = try parser.nextFrame()
+            if parser.bufferCapacity != capacity {
+                growths += 1
+                capacity = parser.bufferCapacity
+            }
+            // Still bounded by what arrived: never the declared length ahead of its bytes.
+            if frame == nil {
+                #expect(parser.bufferCapacity <= 2 * (parser.bufferedByteCount + WebSocketFrameParser.reserveStep) + 64 * 1024)
+            }
+        }
+        #expect(frame?.payload.count == length)
+        #expect(growths <= 12, "\(growths) reallocations for one 16 MiB frame")
+    }
+
+    @Test("a masked text frame longer than the validator's scratch chunk fails at the exact invalid byte, read in pieces")
+    func maskedFailFastAcrossChunks() throws {
+        var payload = [UInt8](repeating: UInt8(ascii: "a"), count: 3000)
+        payload[1301] = 0xC3  // a two-byte lead ...
+        payload[1302] = 0x28  // ... whose continuation is not one: invalid at payload byte 1302
+        var wire: [UInt8] = []
+        WebSocketFrame(opcode: .text, payload: payload + [0x61]).encode(maskingKey: 0x0102_0304, into: &wire)
+        let payloadStart = 2 + 2 + 4
+        var server = WebSocketConnection(role: .server)
+        server.receive(wire[..<(payloadStart + 701)])  // an odd split: the key's phase carries into the next read
+        #expect(drain(&server).isEmpty)
+        server.receive(wire[(payloadStart + 701)..<(payloadStart + 2000)])
+        #expect(drain(&server) == [.failed(WebSocketProtocolError(.invalidFramePayloadData, "text message is not valid UTF-8",
+                                                                 offset: payloadStart + 1302))])
+    }
+
+    @Test("a masked valid text frame read in odd pieces is delivered intact (the key's phase carries across reads)")
+    func maskedValidAcrossChunks() {
+        let text = String(repeating: "κόσμε ✓ 𝄞 ", count: 200)
+        var wire: [UInt8] = []
+        WebSocketFrame(opcode: .text, payload: Array(text.utf8)).encode(maskingKey: 0xDEAD_BEEF, into: &wire)
+        var server = WebSocketConnection(role: .server)
+        var events: [WebSocketConnection.Event] = []
+        var start = 0
+        while start < wire.count {
+            let end = Swift.min(wire.count, start + 777)
+            server.receive(wire[start..<end])
+            events += drain(&server)
+            start = end
+        }
+        #expect(events == [.message(.text(text))])
+    }
 }
 
 @Suite("permessage-deflate: BFINAL blocks (RFC 7692 §7.2.3.4)", .timeLimit(.minutes(1)))

@@ -51,7 +51,7 @@ struct RunJournalContentTests {
         let directory = try scratchDirectory("journal-problem")
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("file").path
-        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
         let told = Mutex<[String]>([])
         let journal = RunJournal(toolVersion: "test", commit: nil, reportPath: { _ in file + "/r.json" },
                                  onProblem: { problem in told.withLock { $0.append(problem) } })

@@ -152,7 +152,7 @@ struct TransferPathTests {
         #expect(result.total.errorCount == 0, "\(result.total)")
         #expect(result.scenarios.first?.metrics.count("http.transfers_completed") == 1)
         let huge = scratch + "/huge"
-        FileManager.default.createFile(atPath: huge, contents: nil)
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: huge))
         try handle.truncate(atOffset: 100 << 20)  // sparse: 100 MiB that must not be read
         try handle.close()

@@ -21,6 +21,8 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var readWaiter: CheckedContinuation<Void, any Error>?
 
     private var queuedWriteBytes = 0
+    /// Every byte ``write(_:)`` accepted (handed over at once or queued), for ``sentBytes``.
+    private var acceptedWriteBytes = 0
     private var writeFailure: RuntimeError?
     private var writeWaiters: [CheckedContinuation<Void, any Error>] = []
 
@@ -181,6 +183,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         if isClosing { throw failure }
         if let writeFailure { throw writeFailure }
         guard !bytes.isEmpty else { return }
+        acceptedWriteBytes &+= bytes.count
         var written = 0
         if queuedWriteBytes == 0 {
             let status = bytes.withUnsafeBytes { raw -> Int32 in
@@ -271,6 +274,13 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
 
     /// Bytes queued in user space for the kernel (excludes what `uv_try_write` already handed over).
     var pendingWriteBytes: Int { queuedWriteBytes }
+
+    /// Bytes the kernel has taken so far, counting the written part of a queued write (libuv's queue size drops
+    /// with each partial write): grows whenever the peer makes room, however slowly.
+    var sentBytes: Int {
+        guard !isClosing else { return acceptedWriteBytes &- queuedWriteBytes }
+        return acceptedWriteBytes &- Int(uv_stream_get_write_queue_size(stream))
+    }
 
     // MARK: Half-close and close
 

@@ -40,6 +40,10 @@ package final class EmbeddedServer: Sendable {
         self.configuration = configuration
         self.listeners = RestartableListeners(listeners, options: configuration.tcpOptions)
         registries = listeners.map { _ in SessionRegistry() }
+        // Unnamed uploads number on past what an earlier run left: the first is not 1,000 failed opens then a 500.
+        if let directory = configuration.uploadDirectory {
+            statistics.uploadNames.store(highestUploadNumber(in: directory), ordering: .relaxed)
+        }
     }
 
     /// Binds one listener per loop of `group` on the configured address.

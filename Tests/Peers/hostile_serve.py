@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hostile clients for `wsload serve` / the embedded server (python3 stdlib only; loopback only).
 
-  slow-read PORT PATH RATE   GET PATH with a 4 KiB receive buffer and read it at RATE bytes per second until
+  slow-read PORT PATH RATE   GET PATH with a 4 KiB receive buffer and 536-byte segments and read it at RATE bytes per second until
                              the server closes; prints `result received=N seconds=S`
   ws-no-read PORT LIMIT      upgrade to WebSocket, then send 1 KiB binary messages (the server echoes them)
                              and never read one, with a 4 KiB receive buffer; prints `result closed=1|0 sent=N
@@ -25,6 +25,9 @@ def watch_stdin():
 def connect(port):
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    # Small segments keep the server's send buffer small (its autotuning follows them): ~100 KB instead of
+    # ~2.8 MB, so a body of a few hundred KiB backs up into the server's write queue.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
     sock.connect(("127.0.0.1", port))
     return sock
 
@@ -66,11 +69,13 @@ def ws_no_read(port, limit):
         head += chunk
     frame = masked_binary(b"x" * 1024)
     sock.setblocking(False)
-    sent, start, closed = 0, time.time(), 0
+    sent, start, closed, rest = 0, time.time(), 0, b""
     while time.time() - start < limit:
         try:
-            sock.send(frame)
-            sent += 1
+            if not rest:
+                rest = frame
+                sent += 1
+            rest = rest[sock.send(rest):]  # a partial send goes on where it stopped: frames stay whole
         except BlockingIOError:
             time.sleep(0.05)
         except OSError:

@@ -5,7 +5,7 @@ import Runtime
 /// A phase is a deadline (``arm(_:timeout:)``: the whole phase must end within it, e.g. a request head, so
 /// a byte-by-byte trickle cannot stretch it) or an inactivity limit (``arm(_:timeout:resetsOnProgress:)``
 /// with `true`: each ``progress()`` restarts the wait, e.g. a body that moves slowly but moves), or a write stall
-/// (``armWrite(timeout:)``: fires only when the kernel took no byte of what is queued for the whole timeout,
+/// (``armWrite(timeout:)``: fires only when the peer acknowledged no byte of what is queued for the whole timeout,
 /// however slowly the client reads; polled a few times per timeout while bytes are queued, ends once none are).
 /// Loop-confined: create, arm and touch it on the connection's loop thread.
 final class ConnectionWatchdog: @unchecked Sendable {
@@ -30,7 +30,7 @@ final class ConnectionWatchdog: @unchecked Sendable {
     private var phase: Phase?
     private var timeout: Duration = .zero
     private var resetsOnProgress = false
-    /// A write stall is watched: progress is the kernel taking bytes (``TCPConnection/sentBytes``).
+    /// A write stall is watched: progress is the peer acknowledging bytes (``TCPConnection/deliveredBytes``).
     private var watchesWrites = false
     private var lastSent = 0
     private var lastProgress: LoopClock.Instant
@@ -72,7 +72,7 @@ final class ConnectionWatchdog: @unchecked Sendable {
         arm(.write, timeout: timeout)
         guard phase == .write else { return }
         watchesWrites = true
-        lastSent = tcp.sentBytes
+        lastSent = tcp.deliveredBytes
         timer?.cancel()
         schedule(after: pollInterval)
     }
@@ -107,7 +107,7 @@ final class ConnectionWatchdog: @unchecked Sendable {
                 disarm()  // Everything queued reached the kernel: nothing is stalled.
                 return
             }
-            let sent = tcp.sentBytes
+            let sent = tcp.deliveredBytes
             if sent != lastSent {
                 lastSent = sent
                 lastProgress = clock.now

@@ -36,7 +36,7 @@ private func field(_ name: String, in line: String?) -> Int? {
     line?.split(separator: " ").first { $0.hasPrefix(name + "=") }.flatMap { Int($0.dropFirst(name.count + 1)) }
 }
 
-/// A small write queue (2 KiB high-water mark), so a 160 KiB body already backs up into it: what a slow
+/// A small write queue (2 KiB high-water mark), so a 512 KiB body already backs up into it: what a slow
 /// download of a big file does with the default 1 MiB queue.
 private func stallConfiguration(writeTimeout: Duration) -> ServerConfiguration {
     var configuration = ServerConfiguration()
@@ -49,12 +49,12 @@ private func stallConfiguration(writeTimeout: Duration) -> ServerConfiguration {
 /// (HTTP or an upgraded WebSocket) is closed, counted.
 @Suite("Hostile readers: write stalls against the embedded server", .serialized, .timeLimit(.minutes(4)))
 struct HostileWriteStallTests {
-    @Test("a client reading /bytes at 8 KiB/s with a 2 s write timeout gets its whole 160 KiB body (it was cut after 2 s)")
+    @Test("a client reading /bytes at 24 KiB/s with a 2 s write timeout gets its whole 512 KiB body (it was cut after 2 s)")
     func slowReaderGetsEverything() async throws {
         try await withEmbeddedServer(stallConfiguration(writeTimeout: .seconds(2))) { server, _ in
-            // ~100 KB go to the kernel at once; the rest waits in the write queue, and takes ~8 s to leave it.
-            let size = 160 * 1024
-            let line = try await hostileClient(["slow-read", String(server.localAddress.port), "/bytes/\(size)", "8192"])
+            // 100–200 KB go to the kernel at once; the rest waits in the write queue, for ~15 s.
+            let size = 512 * 1024
+            let line = try await hostileClient(["slow-read", String(server.localAddress.port), "/bytes/\(size)", "24576"])
             let received = try #require(field("received", in: line), "\(line ?? "no result")")
             #expect(received > size + 100, "the whole body and its head: \(line ?? "")")
             #expect(server.statistics.timeouts.load(ordering: .relaxed) == 0)

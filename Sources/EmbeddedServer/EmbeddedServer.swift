@@ -38,14 +38,18 @@ package final class EmbeddedServer: Sendable {
 
     private init(configuration: ServerConfiguration, listeners: [TCPListener]) {
         self.configuration = configuration
-        self.listeners = RestartableListeners(listeners)
+        self.listeners = RestartableListeners(listeners, options: configuration.tcpOptions)
         registries = listeners.map { _ in SessionRegistry() }
+        // Unnamed uploads number on past what an earlier run left: the first is not 1,000 failed opens then a 500.
+        if let directory = configuration.uploadDirectory {
+            statistics.uploadNames.store(highestUploadNumber(in: directory), ordering: .relaxed)
+        }
     }
 
     /// Binds one listener per loop of `group` on the configured address.
     package static func bind(_ configuration: ServerConfiguration, on group: EventLoopGroup) async throws -> EmbeddedServer {
         let address = try SocketAddress(ip: configuration.host, port: configuration.port)
-        let listeners = try await TCPListener.bind(address, on: group.loops, backlog: 4096)
+        let listeners = try await TCPListener.bind(address, on: group.loops, backlog: 4096, options: configuration.tcpOptions)
         return EmbeddedServer(configuration: configuration, listeners: listeners)
     }
 
@@ -151,7 +155,8 @@ package final class ServerStatistics: Sendable {
     package let connections = Atomic<Int>(0)
     /// Connections refused with 503 because ``ServerConfiguration/maximumConnections`` were open.
     package let refused = Atomic<Int>(0)
-    /// HTTP connections closed because a phase (idle, head, body, write) overran its timeout.
+    /// Connections closed because a phase overran its timeout: the first head or TLS handshake, an HTTP idle,
+    /// head, body or write phase, or an upgraded session's stalled writes.
     package let timeouts = Atomic<Int>(0)
     /// The last `upload-N` number handed out (unnamed uploads each take the next).
     package let uploadNames = Atomic<Int>(0)
@@ -229,8 +234,11 @@ final class RestartableListeners: Sendable {
     private let restartPause = Lock<Duration?>(nil)
     let loops: [EventLoop]
     let localAddress: SocketAddress
+    /// Applied to the connections a listener accepts, after a restart too.
+    let options: TCPOptions
 
-    init(_ listeners: [TCPListener]) {
+    init(_ listeners: [TCPListener], options: TCPOptions = TCPOptions()) {
+        self.options = options
         current = Lock(listeners)
         loops = listeners.map(\.loop)
         localAddress = listeners[0].localAddress
@@ -250,7 +258,7 @@ final class RestartableListeners: Sendable {
             }
             // The listeners closed: a restart (listen again after the pause), or the end.
             guard !Task.isCancelled, let pause = restartPause.withLock({ pause in defer { pause = nil }; return pause }) else { return }
-            guard let fresh = await relisten(on: localAddress, loops: loops, after: pause) else { return }
+            guard let fresh = await relisten(on: localAddress, loops: loops, options: options, after: pause) else { return }
             current.withLock { $0 = fresh }
             onRestart()
             generation += 1
@@ -266,7 +274,7 @@ final class RestartableListeners: Sendable {
 
 /// A restart's pause and return: holds the port (connects are refused) while down, then listens on it again.
 /// Nil when cancelled, or when the port could not be had back within a few seconds.
-func relisten(on address: SocketAddress, loops: [EventLoop], after pause: Duration) async -> [TCPListener]? {
+func relisten(on address: SocketAddress, loops: [EventLoop], options: TCPOptions = TCPOptions(), after pause: Duration) async -> [TCPListener]? {
     let clock = LoopClock()
     var reservation: PortReservation?
     // The old listeners close on their loops' next turn: wait for the port to be free to hold it.
@@ -283,7 +291,7 @@ func relisten(on address: SocketAddress, loops: [EventLoop], after pause: Durati
     for _ in 0..<100 {
         reservation = nil
         // Re-binding can fail while the old listeners close: retried, bounded; nil after the last try.
-        if let listeners = try? await TCPListener.bind(address, on: loops, backlog: 4096) { return listeners }
+        if let listeners = try? await TCPListener.bind(address, on: loops, backlog: 4096, options: options) { return listeners }
         if Task.isCancelled { return nil }
         try? await clock.sleep(until: clock.now.advanced(by: .milliseconds(20)))  // cancelled: the check below ends it
         reservation = try? PortReservation(address)  // retried next round

@@ -53,7 +53,7 @@ struct HTTPService {
         self.tcp = tcp
         self.loop = loop
         self.random = random
-        watchdog = ConnectionWatchdog(loop: loop) { [statistics = server.statistics] _ in
+        watchdog = ConnectionWatchdog(loop: loop, tcp: tcp) { [statistics = server.statistics] _ in
             statistics.timeouts.add(1, ordering: .relaxed)
             tcp.close()
         }
@@ -176,9 +176,10 @@ struct HTTPService {
         return keepAlive
     }
 
-    /// Writes `bytes`, closing the connection if the client does not take them within the write timeout.
+    /// Writes `bytes`, closing the connection if the client takes none of what is queued for the whole write
+    /// timeout (an inactivity limit: a client that reads slowly gets everything).
     func write(_ bytes: [UInt8]) async throws {
-        watchdog.arm(.write, timeout: configuration.writeTimeout)
+        watchdog.armWrite(timeout: configuration.writeTimeout)
         defer { watchdog.disarm() }
         try await stream.write(bytes)
     }

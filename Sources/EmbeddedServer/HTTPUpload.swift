@@ -105,3 +105,16 @@ extension HTTPService {
         return .failure(.cannotCreate(lastError))
     }
 }
+
+/// The highest N of the `upload-N` files in `directory` (0 when none, or it cannot be listed); read once when
+/// the server starts. Numbers too big to go on from are skipped (the open loop then finds a free one).
+func highestUploadNumber(in directory: String) -> Int {
+    var highest = 0
+    for name in FileSystem.contents(of: directory) ?? [] where name.hasPrefix("upload-") {
+        let digits = name.dropFirst("upload-".count)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(digits),
+              number < Int.max / 2 else { continue }
+        highest = max(highest, number)
+    }
+    return highest
+}

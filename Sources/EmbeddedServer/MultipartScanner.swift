@@ -37,6 +37,11 @@ struct MultipartScanner {
     /// Bytes not yet decided on (a possible delimiter prefix, a header block in progress).
     private var pending: [UInt8]
     private var current: PartInProgress?
+    /// How much of the header block in progress was searched for its end already (a trickled block is then
+    /// searched only in its new bytes, not again from its start on every feed).
+    private var headerBytesSearched = 0
+    /// Bytes compared against a header block's end so far, for tests: stays linear in the body however it is fed.
+    private(set) var headerSearchWork = 0
     private(set) var parts: [Part] = []
     /// Bytes held back for the next chunk (bounded by the delimiter or the header block limit).
     var pendingCount: Int { pending.count }
@@ -92,14 +97,19 @@ struct MultipartScanner {
                 let next = (pending[cursor], pending[cursor + 1])
                 cursor += 2
                 state = next == (45, 45) ? .ignoring : next == (13, 10) ? .headers : .ignoring
+                headerBytesSearched = 0
             case .headers:
-                if let end = Self.find([13, 10, 13, 10], in: pending, from: cursor) {
+                // CRLFCRLF may straddle the old and the new bytes: look again at the last 3 searched.
+                let from = cursor + max(0, headerBytesSearched - 3)
+                headerSearchWork += pending.count - from
+                if let end = Self.find([13, 10, 13, 10], in: pending, from: from) {
                     startPart(headers: String(decoding: pending[cursor..<end], as: UTF8.self))
                     cursor = end + 4
                     state = .body
                 } else if pending.count - cursor > Self.maximumHeaderSize {
                     state = .ignoring
                 } else {
+                    headerBytesSearched = pending.count - cursor
                     break scanning
                 }
             case .ignoring:

@@ -78,7 +78,9 @@ package struct ServerConfiguration: Sendable {
     package var headTimeout: Duration? = .seconds(10)
     /// The longest a request body may go without a byte arriving; nil: no limit.
     package var bodyTimeout: Duration? = .seconds(30)
-    /// The longest one response write may wait for the client to read; nil: no limit.
+    /// The longest the server waits, with response or WebSocket bytes queued, for a client that takes none of
+    /// them: an inactivity limit (any byte the client reads restarts it, so a slow reader is never cut, one that
+    /// stopped reading is); HTTP responses and upgraded sessions alike. nil: no limit.
     package var writeTimeout: Duration? = .seconds(30)
     /// Connections served at once; one more is answered 503 with `Connection: close` and closed. 0: no cap.
     /// Below the process's open-file limit (about 20,000 here), so the cap, not `EMFILE`, answers a flood.
@@ -86,6 +88,9 @@ package struct ServerConfiguration: Sendable {
     /// The largest `/bytes/<size>` served.
     package var maximumGeneratedSize: Int64 = 1 << 40
     package var httpChaos = HTTPChaosOptions()
+    /// Socket options of accepted connections (tests shrink the write queue's water marks to see backpressure
+    /// with small bodies).
+    package var tcpOptions = TCPOptions()
 
     package init(
         host: String = "127.0.0.1", port: Int = 0, tls: TLSContext? = nil, subprotocols: [String] = [],

@@ -24,6 +24,17 @@ actor ServerSession {
     private var push: PushStream?
     /// A plain HTTP request (no upgrade) for ``HTTPService``, with the bytes read after its head.
     private var httpRequest: (HTTPRequestHead, [UInt8])?
+    /// Closes an upgraded session whose client takes none of the queued echoes or pushes for the write timeout
+    /// (a client that never reads would otherwise hold its slot and its queue forever). Watched only while
+    /// bytes are queued: an idle session costs nothing and is never cut.
+    private lazy var writeWatchdog = ConnectionWatchdog(loop: loop, tcp: tcp) { [statistics = server.statistics, tcp] _ in
+        statistics.timeouts.add(1, ordering: .relaxed)
+        tcp.close()
+    }
+    /// Unflushed echoes at least this big are watched from the start: a flush from an empty write queue can
+    /// block only past the queue's high-water mark (1 MiB by default), and echoes parsed from one read go out in
+    /// one flush.
+    private var watchedBatchSize: Int { max(1, configuration.tcpOptions.writeHighWaterMark / 2) }
 
     init(tcp: TCPConnection, server: EmbeddedServer, random: SeededRandomNumberGenerator) {
         self.tcp = tcp
@@ -38,6 +49,7 @@ actor ServerSession {
     func serve() async {
         defer {
             isClosed = true
+            if channel != nil { writeWatchdog.disarm() }
             closeTimer?.cancel()
             stream?.close()
             tcp.close()
@@ -77,7 +89,10 @@ actor ServerSession {
     /// TLS (if configured), then the HTTP upgrade; false if the client did not become a WebSocket.
     private func upgrade() async -> Bool {
         let tcp = tcp
-        let deadline = ScheduledTimer(on: loop, after: configuration.handshakeTimeout) { tcp.close() }
+        let deadline = ScheduledTimer(on: loop, after: configuration.handshakeTimeout) { [statistics = server.statistics] in
+            statistics.timeouts.add(1, ordering: .relaxed)  // a head (or TLS handshake) too slow, counted like the others
+            tcp.close()
+        }
         defer { deadline.cancel() }
         do {
             var byteStream: any ByteStream = tcp
@@ -94,6 +109,11 @@ actor ServerSession {
                     deadline.cancel()
                     httpRequest = (request, Array(buffer[length...]))
                     return false
+                }
+                // An upgrade is a GET without a body (RFC 6455 §4.1): a framing header would leave bytes that pass
+                // for frames, or smuggle a body past the handshake.
+                if request.headers["Content-Length"] != nil || request.headers["Transfer-Encoding"] != nil {
+                    throw HTTPParseError(offset: 0, reason: "an upgrade request with Content-Length or Transfer-Encoding")
                 }
                 configuration.onHandshake?(request)
                 push = PushStream(requestTarget: request.target)
@@ -137,6 +157,9 @@ actor ServerSession {
             try? await loop.sleep(for: .seconds(365 * 24 * 3600))
             return
         }
+        let watchedBatchSize = watchedBatchSize
+        /// Echo bytes queued on the connection since its last flush (the channel flushes before each read).
+        var unflushed = 0
         do {
             while let event = try await channel.next() {
                 switch event {
@@ -146,8 +169,14 @@ actor ServerSession {
                         await chaosClose()
                         continue
                     }
+                    if !channel.connection.hasOutput { unflushed = 0 }
                     channel.connection.send(message)
                     server.statistics.messagesEchoed.add(1, ordering: .relaxed)
+                    // Bytes the client has not taken yet, or a batch big enough to block alone: watch for a stall.
+                    unflushed &+= message.byteCount
+                    if tcp.pendingWriteBytes > 0 || unflushed >= watchedBatchSize {
+                        writeWatchdog.armWrite(timeout: configuration.writeTimeout)
+                    }
                 case .ping, .pong:
                     continue  // The channel answered the ping; an unsolicited pong needs nothing.
                 case .closeReceived:
@@ -171,9 +200,13 @@ actor ServerSession {
         while !isClosed && channel.connection.state == .open {
             do { try await clock.sleep(until: next) } catch { return }
             guard !isClosed && channel.connection.state == .open else { return }
-            channel.connection.send(.binary(push.message(sequence: sequence, sentNanoseconds: clock.now.nanoseconds)))
+            let message = push.message(sequence: sequence, sentNanoseconds: clock.now.nanoseconds)
+            channel.connection.send(.binary(message))
             sequence += 1
             server.statistics.messagesPushed.add(1, ordering: .relaxed)
+            if tcp.pendingWriteBytes > 0 || message.count >= watchedBatchSize {
+                writeWatchdog.armWrite(timeout: configuration.writeTimeout)
+            }
             do { try await channel.flush() } catch { return }
             next = next.advanced(by: push.interval)
         }
@@ -222,6 +255,16 @@ actor ServerSession {
         case .reset:
             isClosed = true
             tcp.reset()
+        }
+    }
+}
+
+extension WebSocketConnection.Message {
+    /// The payload's size in bytes.
+    var byteCount: Int {
+        switch self {
+        case .text(let text): text.utf8.count
+        case .binary(let bytes): bytes.count
         }
     }
 }

@@ -29,7 +29,7 @@ package struct RunHost: Sendable {
             throw LoadRunError(description: "could not start the embedded server: \(error)")
         }
         do {
-            server = try await EmbeddedServer.bind(ServerConfiguration(subprotocols: subprotocols), on: servers)
+            server = try await EmbeddedServer.bind(Self.serverConfiguration(for: run.profile), on: servers)
             url = try WebSocketURL(server.url)
         } catch {
             _ = servers.shutdown()
@@ -49,10 +49,27 @@ package struct RunHost: Sendable {
         return try outcome.get()
     }
 
+    /// The embedded server a run with `profile` starts: it serves the run, not the open network, so none of
+    /// `serve`'s guards against strangers may refuse or cut the run's own clients. No connection cap (profiles
+    /// open up to a million connections), no upload limit (a run's uploads are only digested, never stored),
+    /// and no idle, head, body or write timeout (idle pattern connections and kept-alive transfer connections
+    /// wait as long as the run says; `bandwidthLimit` transfers read and send slowly). The handshake timeout
+    /// stays: it only bounds a connection that never sends a request.
+    package static func serverConfiguration(for profile: Profile) -> ServerConfiguration {
+        var configuration = ServerConfiguration(subprotocols: subprotocols(of: profile))
+        configuration.maximumConnections = 0
+        configuration.maximumUploadSize = .max
+        configuration.idleTimeout = nil
+        configuration.headTimeout = nil
+        configuration.bodyTimeout = nil
+        configuration.writeTimeout = nil
+        return configuration
+    }
+
     /// Every subprotocol any scenario asks for, in first-seen order: the server accepts them all.
-    private var subprotocols: [String] {
+    private static func subprotocols(of profile: Profile) -> [String] {
         var seen: [String] = []
-        for scenario in run.profile.scenarios {
+        for scenario in profile.scenarios {
             for name in scenario.websocket.subprotocols where !seen.contains(name) { seen.append(name) }
         }
         return seen

@@ -84,4 +84,7 @@ public final class TCPConnection: ByteStream {
     public var remoteAddress: SocketAddress? { stream.remoteAddress }
     /// Bytes accepted by ``write(_:)`` but not yet handed to the kernel. Call on the loop thread.
     public var pendingWriteBytes: Int { stream.pendingWriteBytes }
+    /// Bytes the peer has acknowledged since the connection opened: grows whenever a slow reader reads, where a
+    /// write's completion (or the kernel's wake-up of a writer) comes far later. Call on the loop thread.
+    public var deliveredBytes: Int { stream.deliveredBytes }
 }

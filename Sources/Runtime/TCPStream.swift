@@ -21,6 +21,8 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var readWaiter: CheckedContinuation<Void, any Error>?
 
     private var queuedWriteBytes = 0
+    /// Every byte ``write(_:)`` accepted (handed over at once or queued), for ``deliveredBytes``.
+    private var acceptedWriteBytes = 0
     private var writeFailure: RuntimeError?
     private var writeWaiters: [CheckedContinuation<Void, any Error>] = []
 
@@ -181,6 +183,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         if isClosing { throw failure }
         if let writeFailure { throw writeFailure }
         guard !bytes.isEmpty else { return }
+        acceptedWriteBytes &+= bytes.count
         var written = 0
         if queuedWriteBytes == 0 {
             let status = bytes.withUnsafeBytes { raw -> Int32 in
@@ -271,6 +274,20 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
 
     /// Bytes queued in user space for the kernel (excludes what `uv_try_write` already handed over).
     var pendingWriteBytes: Int { queuedWriteBytes }
+
+    /// Bytes the peer has acknowledged so far: what ``write(_:)`` accepted, less what waits in libuv's queue (it
+    /// drops with each partial write) and in the kernel's send buffer (`TIOCOUTQ`: unsent and unacknowledged).
+    /// Grows whenever the peer reads and its window opens, however slowly (the kernel wakes a writer only when a
+    /// third of its buffer is free, so what the kernel took moves in far coarser steps).
+    var deliveredBytes: Int {
+        guard !isClosing else { return acceptedWriteBytes &- queuedWriteBytes }
+        var inKernel: Int32 = 0
+        var descriptor: uv_os_fd_t = -1
+        // Without a descriptor or the ioctl, what the kernel took stands in (coarser, never ahead of the truth
+        // by more than its buffer).
+        if uv_fileno(handle, &descriptor) == 0, ioctl(descriptor, UInt(TIOCOUTQ), &inKernel) != 0 { inKernel = 0 }
+        return acceptedWriteBytes &- Int(uv_stream_get_write_queue_size(stream)) &- Int(inKernel)
+    }
 
     // MARK: Half-close and close
 

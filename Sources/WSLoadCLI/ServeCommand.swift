@@ -56,8 +56,8 @@ enum ServeCommand: Subcommand {
                                   Close an HTTP connection whose request body sends nothing for this long.
                                   (default: 30s)
           --write-timeout <duration>
-                                  Close an HTTP connection that does not read a response write for this long.
-                                  (default: 30s)
+                                  Close a connection (HTTP or WebSocket) whose client takes no byte of what is
+                                  queued for it for this long; a slow reader is never cut. (default: 30s)
                                   A timeout of 0s means no limit.
           --seed <n>              Seed for chaos draws.
           --duration <duration>   Stop after this long.

@@ -54,6 +54,22 @@ struct HostileUploadTests {
         #expect(bodies == ["AAAAAAAAAA", "BBBBBBBBBB"], "\(bodies)")
     }
 
+    @Test("1,500 upload-N files left by earlier runs: an unnamed upload is stored as upload-1501 (it was 1,000 failed opens, then 500)")
+    func unnamedUploadPastLeftovers() async throws {
+        let scratch = try ScratchDirectory()
+        for number in 1...1500 { #expect(FileManager.default.createFile(atPath: scratch.file("in/upload-\(number)"), contents: nil)) }
+        let server = try await ServerChild.serve(["--upload-dir", scratch.file("in")])
+        try await withLoopGroup(loopCount: 1) { group in
+            let peer = try await RawPeer.connect(port: server.port, on: group.loops[0],
+                                                 sending: "PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
+            try await peer.read()
+            peer.close()
+            #expect(peer.statuses == [201] && peer.text.contains("\"name\":\"upload-1501\""), "\(peer.text.prefix(300))")
+        }
+        _ = try await server.stop()
+        #expect(try scratch.contents("in/upload-1501") == Array("abc".utf8))
+    }
+
     @Test("--max-upload refuses a larger upload with 413 and stores nothing")
     func maximumUpload() async throws {
         let scratch = try ScratchDirectory()

@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import LoadEngine
 import Profile
+import RunHost
 import Reporting
 import Testing
 import TestSupport
@@ -168,5 +169,23 @@ struct TransferPathTests {
         } catch {
             #expect("\(error)".contains("larger than 64 KiB"), "\(error)")
         }
+    }
+}
+
+@Suite("The embedded server of a run serves its profile", .timeLimit(.minutes(2)))
+struct RunServerConfigurationTests {
+    @Test("a run of 20,000 connections and a 2 GiB upload: no connection cap, no upload limit below the profile, no timeout that cuts a slow or idle client")
+    func capsFollowTheProfile() throws {
+        let configuration = RunHost.serverConfiguration(for: try profile("""
+            {"version": 1, "name": "big", "target": "embedded", "duration": "30s", "scenarios": [
+              {"name": "idle", "connections": 20000, "pattern": "idle", "pingInterval": "30s"},
+              {"name": "up", "kind": "upload", "connections": 2, "transfer": {"size": "2GiB", "repeats": 1}},
+              {"name": "slow", "kind": "download", "connections": 1, "transfer": {"size": "1MiB", "bandwidthLimit": "1KiB", "repeats": 1}}]}
+            """))
+        #expect(configuration.maximumConnections == 0 || configuration.maximumConnections >= 20_000,
+                "a run's own connections are never answered 503 (cap \(configuration.maximumConnections))")
+        #expect(configuration.maximumUploadSize >= 2 << 30, "a 2 GiB upload passes the limit (\(configuration.maximumUploadSize))")
+        #expect(configuration.idleTimeout == nil && configuration.writeTimeout == nil,
+                "kept-alive transfer connections and slow bandwidthLimit readers are never cut")
     }
 }

@@ -68,7 +68,7 @@ struct DownloadJournalTests {
     func oversizedJournal() async throws {
         let scratch = try DownloadScratch()
         let journal = scratch.file("S.wsload-session")
-        FileManager.default.createFile(atPath: journal, contents: nil)
+        #expect(FileManager.default.createFile(atPath: journal, contents: nil))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: journal))
         try handle.truncate(atOffset: UInt64(TransferSession.maximumJournalSize) + 1)  // sparse
         try handle.close()

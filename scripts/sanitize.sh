@@ -26,10 +26,13 @@ case "$mode" in
 esac
 
 # Suites left out under a sanitizer, each with its reason (a `swift test --skip` regular expression).
-# None today: every suite runs under both sanitizers. Add a suite here only with the reason beside it.
+# Add a test here only with the reason beside it.
 declare -A excluded=(
     [address]=""
-    [thread]=""
+    # RunExitCodeTests' file-size-limit case runs wsload under `prlimit --fsize=4096`; under TSan that child dies
+    # with "ThreadSanitizer: BUS on unknown address" (a read fault in the sanitizer's own mappings, it seems) before
+    # wsload's EFBIG handling runs. Not diagnosed; the case passes in the plain and the ASan suite.
+    [thread]="fileSizeLimit"
 )
 
 status=0

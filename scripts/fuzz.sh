@@ -92,7 +92,9 @@ for name in "${selected[@]}"; do
     # -jobs runs write fuzz-N.log in the working directory: run from the log directory.
     (cd "$logs" && "$BIN/Fuzz$name" "${limits[@]}" "${extra[@]}" -max_len="$max_len" \
         -artifact_prefix="$artifacts/" -print_final_stats=1 "$corpus" "$seeds") >"$log" 2>&1 || status=$?
-    [ "$jobs" -gt 1 ] && [ "$smoke" -eq 0 ] && cat "$logs"/fuzz-*.log >>"$log" 2>/dev/null && rm -f "$logs"/fuzz-*.log
+    # libFuzzer's parent copies each finished job's fuzz-N.log into its own output (the run log), so the
+    # job files are only removed: appending them again counted every execution twice.
+    [ "$jobs" -gt 1 ] && [ "$smoke" -eq 0 ] && rm -f "$logs"/fuzz-*.log
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
     speed=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | awk '{s+=$2} END {print s+0}')
     cov=$(grep -o 'cov: [0-9]*' "$log" | awk '{if ($2>m) m=$2} END {print m+0}')

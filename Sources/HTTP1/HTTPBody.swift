@@ -200,14 +200,17 @@ public struct HTTPBodyDecoder: Sendable {
         try sink(bytes)
     }
 
+    /// Adds the next piece of the current line, which this input holds from wire offset `offset` on.
     private mutating func appendLine(_ bytes: ArraySlice<UInt8>, at offset: Int64, isTrailer: Bool) throws(HTTPParseError) {
+        // Errors name where the line starts, whichever piece of the input crossed the limit.
+        let lineStart = Int(offset) - line.count
         if isTrailer {
             trailerBytes += bytes.count
             if trailerBytes > maximumTrailerSize {
-                throw HTTPParseError(offset: Int(offset), reason: "trailers exceed \(maximumTrailerSize) bytes")
+                throw HTTPParseError(offset: lineStart, reason: "trailers exceed \(maximumTrailerSize) bytes")
             }
         } else if line.count + bytes.count > maximumChunkLineLength {
-            throw HTTPParseError(offset: Int(offset), reason: "chunk-size line exceeds \(maximumChunkLineLength) bytes")
+            throw HTTPParseError(offset: lineStart, reason: "chunk-size line exceeds \(maximumChunkLineLength) bytes")
         }
         line.append(contentsOf: bytes)
     }

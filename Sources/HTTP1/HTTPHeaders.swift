@@ -101,11 +101,18 @@ extension HTTPHeaders {
 }
 
 extension StringProtocol {
-    /// Trims spaces and horizontal tabs (HTTP's optional whitespace), not other characters.
+    /// Trims spaces and horizontal tabs (HTTP's optional whitespace), not other characters. Byte by byte: a
+    /// space followed by a combining mark is one `Character`, but its space is still OWS.
     func trimmingOWS() -> String {
-        var slice = Substring(self)
-        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
-        return String(slice)
+        let bytes = Substring(self).utf8
+        var start = bytes.startIndex
+        var end = bytes.endIndex
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start = bytes.index(after: start) }
+        while start < end {
+            let last = bytes.index(before: end)
+            guard bytes[last] == 0x20 || bytes[last] == 0x09 else { break }
+            end = last
+        }
+        return String(Substring(bytes[start..<end]))
     }
 }

@@ -176,6 +176,10 @@ public final class MessageDeflater {
         } while stream.avail_out == 0
         stream.next_in = nil
         if output.count >= 4 && output.suffix(4) == [0x00, 0x00, 0xFF, 0xFF] { output.removeLast(4) }
+        // A second sync flush with no new input gives nothing (zlib), and an empty payload + 00 00 FF FF leaves
+        // the peer's inflater inside a stored block. §7.2.3.6: an empty message is one 0x00 byte (BFINAL 0,
+        // BTYPE 00, padding), which the appended 00 00 FF FF completes to an empty stored block.
+        if output.isEmpty { output.append(0x00) }
         if isContextReset { deflateReset(&stream) }
         return output
     }
@@ -215,8 +219,10 @@ public final class MessageInflater {
         compressedCount += piece.count
         try run(piece, into: &output)
         if isFinal {
-            // After a BFINAL block the appended 00 00 FF FF is no block of the new stream: it is not fed.
-            if !isStreamEndedByLastPiece { try run([0x00, 0x00, 0xFF, 0xFF], into: &output) }
+            // After a BFINAL block the appended 00 00 FF FF is no block of the new stream: it is not fed. Nor is
+            // it after an empty message (a peer whose zlib gave nothing): alone it would open a stored block
+            // that the next message's bytes would be read into.
+            if !isStreamEndedByLastPiece && compressedCount > 0 { try run([0x00, 0x00, 0xFF, 0xFF], into: &output) }
             isStreamEndedByLastPiece = false
             inflatedCount = 0
             compressedCount = 0
@@ -267,7 +273,8 @@ public final class MessageInflater {
                 if inflatedCount > maximumMessageSize {
                     throw LimitExceeded(description: "inflated message exceeds \(maximumMessageSize) bytes")
                 }
-                if inflatedCount > ratioFloor && inflatedCount > maximumRatio * max(1, compressedCount) {
+                let (ratioLimit, ratioOverflow) = maximumRatio.multipliedReportingOverflow(by: max(1, compressedCount))
+                if inflatedCount > ratioFloor && !ratioOverflow && inflatedCount > ratioLimit {
                     throw LimitExceeded(description: "compression ratio exceeds \(maximumRatio):1")
                 }
                 output.append(contentsOf: chunk[0..<produced])

@@ -81,6 +81,22 @@ struct BodyTests {
         #expect(throws: HTTPParseError.self) { _ = try decode(trailers, framing: .chunked, step: 4096) }
     }
 
+    @Test("an oversized chunk-size line or trailer names where its line starts, however the input is split", arguments: [1, 5, 64, 1000])
+    func limitOffsetsIgnoreTheSplit(step: Int) {
+        // Fuzz/Corpus/HTTPBody/chunk-line-offset-depends-on-split: the offset was where the piece that crossed
+        // the limit began (0 fed whole, 63 fed in pieces).
+        let longLine = Array("1\r\nA\r\n2;".utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: 100) + Array("\r\n".utf8)
+        let longTrailer = Array("0\r\nA: b\r\nX-T: ".utf8) + [UInt8](repeating: UInt8(ascii: "y"), count: 300) + Array("\r\n\r\n".utf8)
+        for (wire, offset, reason) in [(longLine, 6, "chunk-size line exceeds 64 bytes"), (longTrailer, 9, "trailers exceed 256 bytes")] {
+            var decoder = HTTPBodyDecoder(framing: .chunked, maximumChunkLineLength: 64, maximumTrailerSize: 256)
+            #expect(throws: HTTPParseError(offset: offset, reason: reason), "pieces of \(step)") {
+                for start in stride(from: 0, to: wire.count, by: step) {
+                    _ = try decoder.decode(wire[start..<min(wire.count, start + step)], into: { _ in })
+                }
+            }
+        }
+    }
+
     @Test("framing from the head: HEAD, 204, 304 and 1xx have no body; chunked beats nothing; bad lengths fail")
     func framing() throws {
         func head(_ status: Int, _ headers: HTTPHeaders) -> HTTPResponseHead { HTTPResponseHead(status: status, reason: "", headers: headers) }

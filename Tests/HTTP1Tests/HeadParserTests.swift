@@ -40,6 +40,20 @@ struct HeadParserTests {
         #expect(error?.reason.contains(reason) == true, "\(error?.reason ?? "")")
     }
 
+    @Test("OWS is trimmed per byte: a space before a combining mark goes, the mark stays (and survives a reparse)")
+    func owsBeforeCombiningMark() throws {
+        // Fuzz/Corpus/HTTPHead/ows-before-combining-mark: " \u{05AC}" is one Character, so a per-Character trim
+        // kept the space, and serialize -> parse changed the value.
+        let wire = Array("HTTP/1.1 200 OK\r\nA: \u{05AC}x\t \r\nB:\u{0301}\r\nC:\t \u{0301} \u{0301}\r\n\r\n".utf8)
+        var parser = HTTPHeadParser()
+        let head = try #require(try parser.parseResponse(wire)).head
+        #expect(Array(try #require(head.headers["A"]).utf8) == [0xD6, 0xAC, 0x78])
+        #expect(Array(try #require(head.headers["B"]).utf8) == [0xCC, 0x81])
+        #expect(Array(try #require(head.headers["C"]).utf8) == [0xCC, 0x81, 0x20, 0xCC, 0x81])
+        var again = HTTPHeadParser()
+        #expect(try again.parseResponse(head.serialized())?.head == head)
+    }
+
     @Test("limits: head size and header count, enforced before more is buffered")
     func limits() {
         var parser = HTTPHeadParser(maximumHeadSize: 64, maximumHeaderCount: 2)

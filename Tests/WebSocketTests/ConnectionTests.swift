@@ -193,6 +193,32 @@ struct DeflateTests {
         }
     }
 
+    @Test("§7.2.3.6: an empty message is one 0x00 byte, also after context takeover, and later messages still inflate")
+    func emptyMessageAfterTakeover() throws {
+        // Fuzz/Corpus/PerMessageDeflate/empty-message-after-takeover: zlib emits nothing for a second sync flush
+        // with no input, so the empty payload + 00 00 FF FF left the inflater inside a stored block.
+        let deflater = MessageDeflater(windowBits: 15, isContextReset: false)
+        let inflater = MessageInflater(isContextReset: false, maximumMessageSize: 1 << 20)
+        var payloads: [[UInt8]] = []
+        for message in ["Hello", "", "", "Hello"] {
+            let compressed = Array(message.utf8).withUnsafeBytes { deflater.compress($0) }
+            payloads.append(compressed)
+            var restored: [UInt8] = []
+            try inflater.inflate(compressed, isFinal: true, into: &restored)
+            #expect(restored == Array(message.utf8), "\(message.debugDescription) from \(compressed)")
+        }
+        #expect(payloads[1] == [0x00] && payloads[2] == [0x00])
+        #expect(payloads[3] == [0xf2, 0x00, 0x11, 0x00, 0x00])
+        // A peer that sends an empty payload (what zlib gives) leaves the stream where it was.
+        let peer = MessageInflater(isContextReset: false, maximumMessageSize: 1 << 20)
+        for (payload, message) in [([0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00], "Hello"), ([], ""), ([0xf2, 0x00, 0x11, 0x00, 0x00], "Hello")]
+            as [([UInt8], String)] {
+            var restored: [UInt8] = []
+            try peer.inflate(payload, isFinal: true, into: &restored)
+            #expect(restored == Array(message.utf8), "\(payload)")
+        }
+    }
+
     @Test("a decompression bomb fails with 1009: the size cap and the ratio cap")
     func bombCap() throws {
         let zeros = [UInt8](repeating: 0, count: 20 << 20)

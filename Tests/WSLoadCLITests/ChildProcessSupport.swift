@@ -150,7 +150,8 @@ final class ServeChild: Sendable {
 
     init(_ options: [String]) async throws {
         child = try ChildProcess.wsload(["serve", "--port", "0", "--loops", "1", "--duration", "90s"] + options)
-        let deadline = ContinuousClock.now + .seconds(20)
+        // Generous: on one busy CPU a debug wsload has taken over 20 s to print its address.
+        let deadline = ContinuousClock.now + .seconds(60)
         var printed: (String, String)?
         while printed == nil && child.process.isRunning && ContinuousClock.now < deadline {
             printed = child.output.firstMatch(of: /listening on (wss?:\/\/\S+\/) and (https?:\/\/\S+?)\/ \(/)
@@ -159,7 +160,7 @@ final class ServeChild: Sendable {
         }
         guard let printed else {
             child.stop()
-            throw TestProcess.Failure(description: "wsload serve printed no address within 20 s: \(child.output) \(child.errors)")
+            throw TestProcess.Failure(description: "wsload serve printed no address within 60 s: \(child.output) \(child.errors)")
         }
         (url, httpURL) = printed
     }

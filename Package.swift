@@ -59,7 +59,7 @@ let package = Package(
             path: "Tests/RuntimeProbe",
             swiftSettings: swiftSettings
         ),
-        .target(name: "TestSupport", dependencies: ["Runtime"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["HTTP1", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
         .testTarget(
             name: "WSLoadCLITests",

@@ -7,55 +7,18 @@ import Runtime
 import TestSupport
 import Testing
 
-/// What a scripted server does with one request on one connection: it writes to `stream` (and may wait) and
-/// then returns; the connection is closed after it (a TLS one without close_notify).
-typealias HostileScript = @Sendable (_ request: HTTPRequestHead, _ stream: any ByteStream, _ loop: EventLoop) async throws -> Void
+/// What a scripted server does with one request on one connection (see ``HTTPServerScript``).
+typealias HostileScript = HTTPServerScript
 
-/// A loopback server that runs `script` for every request (TCP, or TLS with `tls`), recording the requests;
-/// every connection lives at most 20 s, so a test that expected the client to give up cannot hang.
+/// ``withScriptedHTTPServer(on:tls:script:_:)``, recording every request in `log`.
 private func withHostileServer<T: Sendable>(
     on loop: EventLoop, tls: TLSContext? = nil, log: RequestLog = RequestLog(), script: @escaping HostileScript,
     _ body: @Sendable (_ port: Int) async throws -> T
 ) async throws -> T {
-    let listener = try await loop.submit { try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop) }
-    let server = Task(executorPreference: loop.taskExecutor) {
-        await withDiscardingTaskGroup { connections in
-            while let tcp = try? await listener.accept() {
-                connections.addTask(executorPreference: loop.taskExecutor) {
-                    let lifetime = ScheduledTimer(on: loop, after: .seconds(20)) { tcp.close() }
-                    defer {
-                        lifetime.cancel()
-                        tcp.close()
-                    }
-                    let stream: any ByteStream
-                    if let tls {
-                        guard let secure = try? await TLSConnection.accept(over: tcp, context: tls) else { return }
-                        stream = secure
-                    } else {
-                        stream = tcp
-                    }
-                    var parser = HTTPHeadParser()
-                    var buffer: [UInt8] = []
-                    while let count = try? await stream.read(into: &buffer, maxBytes: 64 * 1024), count > 0 {
-                        guard let (request, _) = try? parser.parseRequest(buffer) else { continue }
-                        log.append(request)
-                        // A script that fails (the client went away) ends its connection; that is all it means here.
-                        try? await script(request, stream, loop)
-                        return
-                    }
-                }
-            }
-        }
-    }
-    defer {
-        listener.close()
-        server.cancel()
-    }
-    let result = try await body(listener.localAddress.port)
-    server.cancel()
-    listener.close()
-    await server.value
-    return result
+    try await withScriptedHTTPServer(on: loop, tls: tls, script: { request, stream, loop in
+        log.append(request)
+        try await script(request, stream, loop)
+    }, body)
 }
 
 /// A download expected to fail, with retries off: its error.

@@ -6,52 +6,6 @@ import TestSupport
 import Testing
 import WSLoadCLI
 
-/// A loopback server (TCP, or TLS with `tls`) that writes `response` to every request, then waits `linger` and
-/// closes TCP (a TLS one without close_notify). Each connection lives at most 20 s.
-private func withScriptedServer<T: Sendable>(
-    tls: TLSContext? = nil, response: [UInt8], linger: Duration = .zero, _ body: @Sendable (_ port: Int) async throws -> T
-) async throws -> T {
-    try await withLoopGroup(loopCount: 1) { group in
-        let loop = group.loops[0]
-        let listener = try await loop.submit { try TCPListener.bind(try SocketAddress(ip: "127.0.0.1", port: 0), on: loop) }
-        let server = Task(executorPreference: loop.taskExecutor) {
-            await withDiscardingTaskGroup { connections in
-                while let tcp = try? await listener.accept() {
-                    connections.addTask(executorPreference: loop.taskExecutor) {
-                        let lifetime = ScheduledTimer(on: loop, after: .seconds(20)) { tcp.close() }
-                        defer {
-                            lifetime.cancel()
-                            tcp.close()
-                        }
-                        var stream: any ByteStream = tcp
-                        if let tls {
-                            guard let secure = try? await TLSConnection.accept(over: tcp, context: tls) else { return }
-                            stream = secure
-                        }
-                        var parser = HTTPHeadParser()
-                        var buffer: [UInt8] = []
-                        while let count = try? await stream.read(into: &buffer, maxBytes: 64 * 1024), count > 0 {
-                            guard (try? parser.parseRequest(buffer)) != nil else { continue }
-                            // A client that went away ends the script early; nothing to report from the server side.
-                            try? await stream.write(response)
-                            try? await loop.sleep(for: linger)  // the client may leave first; either way the connection ends
-                            return
-                        }
-                    }
-                }
-            }
-        }
-        defer {
-            listener.close()
-            server.cancel()
-        }
-        let result = try await body(listener.localAddress.port)
-        server.cancel()
-        listener.close()
-        await server.value
-        return result
-    }
-}
 
 @Suite("wsload download against hostile servers: exit 1, the code named, resume data kept", .serialized, .timeLimit(.minutes(2)))
 struct HostileDownloadTests {
@@ -62,7 +16,7 @@ struct HostileDownloadTests {
             certificateChainFile: certificates.leafCertificate, privateKeyFile: certificates.leafKey))
         let scratch = try DownloadScratch()
         let response = Array("HTTP/1.1 200 OK\r\nETag: \"v1\"\r\nConnection: close\r\n\r\n".utf8) + [UInt8](repeating: 0x41, count: 1000)
-        let result = try await withScriptedServer(tls: tls, response: response) { port in
+        let result = try await withCannedHTTPServer(tls: tls, response: response) { port in
             await runCLI("download", "https://localhost:\(port)/f", "-o", scratch.file("f"), "--ca-file", certificates.caFile,
                          "--retries", "0", "--quiet")
         }
@@ -75,14 +29,14 @@ struct HostileDownloadTests {
     @Test("a 1xx flood and a stalled head: exit 1 naming http_protocol and timeout, before the server gives up")
     func floodAndTrickle() async throws {
         let scratch = try DownloadScratch()
-        let flood = try await withScriptedServer(response: Array(String(repeating: "HTTP/1.1 103 Early Hints\r\n\r\n", count: 5000).utf8),
+        let flood = try await withCannedHTTPServer(response: Array(String(repeating: "HTTP/1.1 103 Early Hints\r\n\r\n", count: 5000).utf8),
                                                  linger: .seconds(15)) { port in
             await runCLI("download", "http://127.0.0.1:\(port)/f", "-o", scratch.file("a"), "--retries", "0", "--quiet")
         }
         #expect(flood.code == .failure && flood.error.contains("http_protocol") && flood.error.contains("interim"), "\(flood.error)")
         // A head that stops midway and is then held open for 15 s: the --timeout ends the wait (the trickle that
         // keeps the idle watchdog quiet is HostileTransferServerTests.headTrickle).
-        let stalled = try await withScriptedServer(response: Array(("HTTP/1.1 200 OK\r\nX-Slow: " + String(repeating: "a", count: 1000)).utf8),
+        let stalled = try await withCannedHTTPServer(response: Array(("HTTP/1.1 200 OK\r\nX-Slow: " + String(repeating: "a", count: 1000)).utf8),
                                                    linger: .seconds(15)) { port in
             await runCLI("download", "http://127.0.0.1:\(port)/f", "-o", scratch.file("b"), "--retries", "0", "--timeout", "500ms",
                          "--quiet")

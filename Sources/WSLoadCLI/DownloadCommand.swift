@@ -407,7 +407,4 @@ private func monotonicNanoseconds() -> UInt64 {
 }
 
 /// `value` as an Int64, clamped to 0...Int64.max (NaN gives 0): rates and ETAs derived from what a server sent.
-private func saturatingInt64(_ value: Double) -> Int64 {
-    guard value.isFinite, value > 0 else { return 0 }
-    return value >= 9.2e18 ? .max : Int64(value)
-}
+private func saturatingInt64(_ value: Double) -> Int64 { max(0, saturatedInt64(value)) }

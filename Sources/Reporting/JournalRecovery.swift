@@ -307,11 +307,4 @@ package struct JournalRecovery: Sendable {
         }
         return false
     }
-
-}
-
-private func parseTimestamp(_ text: String) -> Date? {
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter.date(from: text) ?? ISO8601DateFormatter().date(from: text)
 }

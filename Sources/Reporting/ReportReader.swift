@@ -177,7 +177,8 @@ package struct LoadedReport: Sendable {
     }
 }
 
-private func parseTimestamp(_ text: String) -> Date? {
+/// A report's or journal's time (`RunReport.timestamp`'s form, with or without fractional seconds).
+func parseTimestamp(_ text: String) -> Date? {
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     return formatter.date(from: text) ?? ISO8601DateFormatter().date(from: text)

@@ -62,7 +62,7 @@ struct HostileReportBudgetTests {
         // budget: this journal was recovered (exit 0) after decoding ~2.5 GiB of zeroed counts.
         let records = HistogramDecodeBudget.commandSlots / slots + 1
         let path = scratch.path("r.json.partial")
-        FileManager.default.createFile(atPath: path, contents: Data(try Self.journal(intervals: records)))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(try Self.journal(intervals: records))))
         let result = await runCLIArray(["report", "--recover", path, "--out", scratch.path("r.json")])
         #expect(result.code == .invalidInput, "exit \(result.code): \(result.error)")
         #expect(result.error.contains(path) && result.error.contains("decode budget"), "\(result.error)")
@@ -98,7 +98,7 @@ struct HostileReportBudgetTests {
             var text = document.formatted(pretty: false)
             // Each its own run, so the duplicate check is not what refuses them.
             text = text.replacingOccurrences(of: "crafted-run", with: "crafted-run-\(index)")
-            FileManager.default.createFile(atPath: paths[index], contents: Data(text.utf8))
+            #expect(FileManager.default.createFile(atPath: paths[index], contents: Data(text.utf8)))
         }
         let perReport = 3 * slots  // two intervals and the total
         var shared = HistogramDecodeBudget(slots: 2 * perReport + slots)

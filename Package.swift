@@ -26,13 +26,14 @@ let package = Package(
         .target(name: "WebSocketIO", dependencies: ["Runtime", "WebSocket"], swiftSettings: swiftSettings),
         .target(name: "JSON", swiftSettings: swiftSettings),
         .target(name: "Lifecycle", swiftSettings: swiftSettings),
-        .target(name: "Profile", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "WebSocket"], swiftSettings: swiftSettings),
+        .target(name: "Flow", dependencies: ["Crypto", "JSON"], swiftSettings: swiftSettings),
+        .target(name: "Profile", dependencies: ["Crypto", "Flow", "HTTP1", "JSON", "Lifecycle", "WebSocket"], swiftSettings: swiftSettings),
         .target(name: "Reporting", dependencies: ["Crypto", "Histogram", "JSON", "Profile"], swiftSettings: swiftSettings),
         .target(name: "Clients", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "Runtime", "WebSocket", "WebSocketIO"], swiftSettings: swiftSettings),
         .target(name: "EmbeddedServer", dependencies: ["Crypto", "HTTP1", "Profile", "Runtime", "WebSocket", "WebSocketIO"], swiftSettings: swiftSettings),
         .target(
             name: "LoadEngine",
-            dependencies: ["Clients", "Crypto", "Histogram", "HTTP1", "JSON", "Lifecycle", "Profile", "Reporting", "Runtime", "WebSocket"],
+            dependencies: ["Clients", "Crypto", "Flow", "Histogram", "HTTP1", "JSON", "Lifecycle", "Profile", "Reporting", "Runtime", "WebSocket"],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -89,6 +89,7 @@ final class ConnectionRun: @unchecked Sendable {
         switch plan.websocket.pattern {
         case .echo, .typed: return nextSequence >= UInt64(limit)
         case .idle, .receive: return receivedCount >= UInt64(limit)
+        case .flow: return false  // a flow's steps bound it (FlowRun)
         }
     }
 
@@ -104,6 +105,8 @@ final class ConnectionRun: @unchecked Sendable {
                 do { try await manager.send(text: subscription) } catch { return ended(by: error) }
             }
             return await readPushed(manager)
+        case (.flow, _):
+            return .finished  // flows run in FlowRun, not here
         }
     }
 

@@ -79,8 +79,9 @@ package struct MetricFamily: Sendable, Hashable {
     package let area: Metric.Area
     package let summary: String
     package let condition: String?
-    /// Why a threshold may not name a member.
-    package let notThresholdable: String
+    /// Why a threshold may not name a member; nil: a threshold names one as `PREFIX{TAG=VALUE}`, e.g.
+    /// `flow.step{step=join}`.
+    package let notThresholdable: String?
 
     /// The report key of one member: `http.status.200`.
     package func name(_ tag: some CustomStringConvertible) -> String { prefix + tag.description }
@@ -92,6 +93,9 @@ package struct MetricFamily: Sendable, Hashable {
 
     /// The family as the docs name it: `http.status.<code>`.
     package var documentedName: String { prefix + "<" + tag + ">" }
+
+    /// The family as a threshold names it, without the trailing dot: `flow.step`.
+    package var stem: String { String(prefix.dropLast()) }
 }
 
 extension Metric {
@@ -202,6 +206,28 @@ extension MetricFamily {
         prefix: "http.status.", tag: "code", kind: .counter, area: .transfer,
         summary: "final HTTP responses by status (redirects included)", condition: nil,
         notThresholdable: "its members are only known once a run has seen the statuses")
+
+    /// A flow step's latency, by step name.
+    package static let flowStep = MetricFamily(
+        prefix: "flow.step.", tag: "step", kind: .latency, area: .websocket,
+        summary: "a flow step's latency: an expect or on from the preceding send (or its mark), an ack from its emit, "
+            + "a query's result, a subscription's end, a ping's pong, a group's whole block",
+        condition: "flow scenarios, named steps that completed", notThresholdable: nil)
+    /// graphql-ws subscriptions: the time to the first result.
+    package static let flowFirstResult = MetricFamily(
+        prefix: "flow.first_result.", tag: "step", kind: .latency, area: .websocket,
+        summary: "graphql-ws subscribe: from the subscribe message to its first next",
+        condition: "flow scenarios with a subscribe step", notThresholdable: nil)
+    /// Failed executions of a flow step, by step name (their codes are in `errors`).
+    package static let flowStepErrors = MetricFamily(
+        prefix: "flow.step_errors.", tag: "step", kind: .counter, area: .websocket,
+        summary: "a flow step's failures (timeouts, skip limits, missing captures, errors from the server)",
+        condition: "a named flow step failed", notThresholdable: "thresholds name it as errors{step=NAME}")
+    /// Messages outside any expect, by the type `classify` gives them (`other` when none matches).
+    package static let flowPushed = MetricFamily(
+        prefix: "flow.pushed.", tag: "type", kind: .counter, area: .websocket,
+        summary: "messages that arrived outside any expect, by the type classify names (other: none matched)",
+        condition: "flow scenarios whose server sends unasked", notThresholdable: nil)
 }
 
 /// The metrics a report has, declared once, in the order reports, summaries and thresholds list them.
@@ -218,7 +244,7 @@ package enum MetricCatalog {
     ]
 
     /// The metrics whose keys carry a tag.
-    package static let families: [MetricFamily] = [.httpStatus]
+    package static let families: [MetricFamily] = [.httpStatus, .flowStep, .flowFirstResult, .flowStepErrors, .flowPushed]
 
     /// The latency histograms, in catalogue order (the order summaries, charts and logs show them).
     package static let latencies = all.filter { $0.kind == .latency }

@@ -77,6 +77,8 @@ package struct Profile: Sendable {
     /// Faults applied to the embedded server at moments of the run.
     package var chaos: [ChaosEvent] = []
     package var report = ReportOptions()
+    /// Feeders (`data`): row sources flow scenarios bind a row of per connection, by name.
+    package var data: [FeederSource] = []
     /// The document the profile was decoded from (reports embed it, with secrets removed).
     package var document: JSONValue = .null
 }
@@ -162,6 +164,8 @@ package struct WebSocketScenario: Sendable {
         case receive
         /// Codable JSON envelopes; requests and responses correlated by id.
         case typed
+        /// A scripted conversation: the scenario's `steps` (``FlowScenario``).
+        case flow
     }
 
     /// Whether messages go as text or binary frames.
@@ -252,4 +256,6 @@ package struct WebSocketScenario: Sendable {
     package var subscribe: String?
     /// For `typed`: the envelope's `type`.
     package var typeName = "echo"
+    /// For `flow`: the steps, preset, handshake templates and classifiers.
+    package var flow: FlowScenario?
 }

@@ -67,6 +67,7 @@ let package = Package(
             dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON", "LoadEngine", "Profile", "Reporting", "RunHost"]
         ),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(name: "FlowTests", dependencies: ["Flow", "JSON", "Crypto"]),
         .testTarget(name: "EmbeddedServerTests", dependencies: ["EmbeddedServer", "Crypto", "HTTP1", "Runtime", "TestSupport"]),
         .testTarget(name: "HistogramTests", dependencies: ["Crypto", "Histogram", "Runtime", "TestSupport"]),
         .testTarget(

@@ -1,3 +1,4 @@
+import Flow
 import JSON
 import Lifecycle
 import WebSocket
@@ -79,6 +80,9 @@ package struct Profile: Sendable {
     package var report = ReportOptions()
     /// Feeders (`data`): row sources flow scenarios bind a row of per connection, by name.
     package var data: [FeederSource] = []
+    /// The feeders' rows, loaded from their files before the run (``FeederLoader``); empty in a profile read back
+    /// from a report, which never holds them.
+    package var feederTables = FeederTables()
     /// The document the profile was decoded from (reports embed it, with secrets removed).
     package var document: JSONValue = .null
 }

@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "Profile", dependencies: ["Crypto", "Flow", "HTTP1", "JSON", "Lifecycle", "WebSocket"], swiftSettings: swiftSettings),
         .target(name: "Reporting", dependencies: ["Crypto", "Histogram", "JSON", "Profile"], swiftSettings: swiftSettings),
         .target(name: "Clients", dependencies: ["Crypto", "HTTP1", "JSON", "Lifecycle", "Runtime", "WebSocket", "WebSocketIO"], swiftSettings: swiftSettings),
-        .target(name: "EmbeddedServer", dependencies: ["Crypto", "HTTP1", "Profile", "Runtime", "WebSocket", "WebSocketIO"], swiftSettings: swiftSettings),
+        .target(name: "EmbeddedServer", dependencies: ["Crypto", "HTTP1", "JSON", "Profile", "Runtime", "WebSocket", "WebSocketIO"], swiftSettings: swiftSettings),
         .target(
             name: "LoadEngine",
             dependencies: ["Clients", "Crypto", "Flow", "Histogram", "HTTP1", "JSON", "Lifecycle", "Profile", "Reporting", "Runtime", "WebSocket"],
@@ -68,7 +68,7 @@ let package = Package(
         ),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "FlowTests", dependencies: ["Flow", "JSON", "Crypto"]),
-        .testTarget(name: "EmbeddedServerTests", dependencies: ["EmbeddedServer", "Crypto", "HTTP1", "Runtime", "TestSupport"]),
+        .testTarget(name: "EmbeddedServerTests", dependencies: ["EmbeddedServer", "Crypto", "HTTP1", "JSON", "Runtime", "TestSupport", "WebSocket", "WebSocketIO"]),
         .testTarget(name: "HistogramTests", dependencies: ["Crypto", "Histogram", "Runtime", "TestSupport"]),
         .testTarget(
             name: "LoadEngineTests",

@@ -18,6 +18,8 @@ package final class EmbeddedServer: Sendable {
     /// The live WebSocket sessions of each loop, for chaos actions (index: loop index).
     let registries: [SessionRegistry]
     package let statistics = ServerStatistics()
+    /// The rooms of the `/chat` service, shared by every loop.
+    package let chatRooms: ChatRooms
 
     /// The bound address (the real port when port 0 was asked for); a restart listens on it again.
     package var localAddress: SocketAddress { listeners.localAddress }
@@ -40,6 +42,7 @@ package final class EmbeddedServer: Sendable {
         self.configuration = configuration
         self.listeners = RestartableListeners(listeners, options: configuration.tcpOptions)
         registries = listeners.map { _ in SessionRegistry() }
+        chatRooms = ChatRooms(limits: configuration.chatLimits)
         // Unnamed uploads number on past what an earlier run left: the first is not 1,000 failed opens then a 500.
         if let directory = configuration.uploadDirectory {
             statistics.uploadNames.store(highestUploadNumber(in: directory), ordering: .relaxed)
@@ -160,6 +163,14 @@ package final class ServerStatistics: Sendable {
     package let timeouts = Atomic<Int>(0)
     /// The last `upload-N` number handed out (unnamed uploads each take the next).
     package let uploadNames = Atomic<Int>(0)
+    /// `/chat`: `say` requests broadcast to their room.
+    package let chatSaid = Atomic<Int>(0)
+    /// `/chat`: `said` messages queued for members (one `say` to a room of three counts three).
+    package let chatDelivered = Atomic<Int>(0)
+    /// `/chat`: `said` messages dropped for a member whose client had more than 1 MiB queued and unread.
+    package let chatDropped = Atomic<Int>(0)
+    /// `/chat`: requests answered with an `error` (bad JSON, bad fields, not in the room, a limit).
+    package let chatErrors = Atomic<Int>(0)
 
     /// A one-line summary for logs.
     package var summary: String {
@@ -167,7 +178,9 @@ package final class ServerStatistics: Sendable {
             + "rejected \(rejected.load(ordering: .relaxed)), active \(active.load(ordering: .relaxed)), "
             + "echoed \(messagesEchoed.load(ordering: .relaxed)), pushed \(messagesPushed.load(ordering: .relaxed)), chaos closes \(chaosCloses.load(ordering: .relaxed)), "
             + "protocol failures \(protocolFailures.load(ordering: .relaxed)), "
-            + "refused (busy) \(refused.load(ordering: .relaxed)), timed out \(timeouts.load(ordering: .relaxed))"
+            + "refused (busy) \(refused.load(ordering: .relaxed)), timed out \(timeouts.load(ordering: .relaxed)), "
+            + "chat said \(chatSaid.load(ordering: .relaxed)), delivered \(chatDelivered.load(ordering: .relaxed)), "
+            + "dropped \(chatDropped.load(ordering: .relaxed)), errors \(chatErrors.load(ordering: .relaxed))"
     }
 }
 

@@ -91,6 +91,8 @@ package struct ServerConfiguration: Sendable {
     /// Socket options of accepted connections (tests shrink the write queue's water marks to see backpressure
     /// with small bodies).
     package var tcpOptions = TCPOptions()
+    /// Limits of the `/chat` service (tests shrink them to reach each one).
+    package var chatLimits = ChatLimits()
 
     package init(
         host: String = "127.0.0.1", port: Int = 0, tls: TLSContext? = nil, subprotocols: [String] = [],

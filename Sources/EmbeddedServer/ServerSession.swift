@@ -22,6 +22,8 @@ actor ServerSession {
     private var closeTimer: ScheduledTimer?
     /// Set when the client opened `/push`.
     private var push: PushStream?
+    /// Set when the client opened `/chat`: the session hands its connection to a ``ChatSession``.
+    private var isChat = false
     /// A plain HTTP request (no upgrade) for ``HTTPService``, with the bytes read after its head.
     private var httpRequest: (HTTPRequestHead, [UInt8])?
     /// Closes an upgraded session whose client takes none of the queued echoes or pushes for the write timeout
@@ -70,6 +72,12 @@ actor ServerSession {
             registry.remove(self)
             server.statistics.active.subtract(1, ordering: .relaxed)
         }
+        if isChat, let channel {
+            // The chat session owns the connection from here; chaos kill and reset still reach its socket.
+            self.channel = nil
+            await ChatSession(stream: channel.stream, connection: channel.connection, tcp: tcp, server: server).serve()
+            return
+        }
         await withDiscardingTaskGroup { tasks in
             if let delay = chaos.closeAfter {
                 tasks.addTask(executorPreference: loop.taskExecutor) {
@@ -117,6 +125,7 @@ actor ServerSession {
                 }
                 configuration.onHandshake?(request)
                 push = PushStream(requestTarget: request.target)
+                isChat = ChatSession.isChatTarget(request.target)
                 switch WebSocketServerHandshake.respond(
                     to: request, subprotocols: configuration.subprotocols, isCompressionEnabled: configuration.isCompressionEnabled)
                 {

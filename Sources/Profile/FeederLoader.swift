@@ -27,6 +27,9 @@ package struct FeederLoadError: Error, Sendable, Equatable, CustomStringConverti
 /// JSON lines, and checks it against the profile — every column a template reads exists, and a `unique` feeder has
 /// a row for every connection of the scenarios reading it.
 package enum FeederLoader {
+    /// The largest feeder file (64 MiB): read whole, once per run.
+    package static let maximumFileSize = FeederTable.maximumFileSize
+
     /// - Parameter read: reads a file (a path as the profile gives it) with at most
     ///   `FeederTable.maximumFileSize + 1` bytes; a thrown error means the file is missing or unreadable.
     package static func load(_ profile: Profile, read: (String) throws -> [UInt8]) -> Result<FeederTables, FeederLoadError> {

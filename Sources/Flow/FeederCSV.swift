@@ -129,15 +129,16 @@ private struct CSVReader {
             }
             return decode(field[...], field: number)
         }
-        while position < bytes.count, bytes[position] != Self.comma, !atLineBreak() {
-            if bytes[position] == Self.quote {
-                return failure("a quote inside an unquoted field (quote the whole field, and write \"\" for a quote)",
-                               field: number)
-            }
-            if bytes[position] == Self.carriageReturn {
-                return failure("a carriage return not followed by a line feed", field: number)
-            }
-            position += 1
+        // One scan to the next byte that ends or breaks the field.
+        position = bytes[position...].firstIndex { byte in
+            byte == Self.comma || byte == Self.lineFeed || byte == Self.carriageReturn || byte == Self.quote
+        } ?? bytes.count
+        if position < bytes.count, bytes[position] == Self.quote {
+            return failure("a quote inside an unquoted field (quote the whole field, and write \"\" for a quote)",
+                           field: number)
+        }
+        if position < bytes.count, bytes[position] == Self.carriageReturn, !atLineBreak() {
+            return failure("a carriage return not followed by a line feed", field: number)
         }
         return decode(bytes[start..<position], field: number)
     }

@@ -1,6 +1,8 @@
 import Glibc
 
 /// A POSIX extended regular expression (the syntax of `grep -E`), compiled once when the profile is validated.
+/// Matching is byte-wise (the C locale): `.` is one byte, so a multi-byte character under `+` needs parentheses,
+/// `(é)+`; `.` does not match a NUL byte, but text after one is still searched.
 /// Matching is safe from any number of threads at once (regexec on a compiled pattern does not modify it, which
 /// is why the class is `@unchecked Sendable`: its only mutable state is the compiled `regex_t`, written once by
 /// `regcomp` in `compile` and freed in `deinit`).

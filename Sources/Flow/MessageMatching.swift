@@ -44,9 +44,9 @@ package struct ParsedMessage {
         case .notJSON: return nil
         case .unparsed:
             parseCount += 1
+            // Not JSON is an answer, not an error: such a message simply does not match a JSON matcher.
             guard case .text(let text) = message,
                   let value = try? JSONValue(parsing: text, maximumDepth: Self.maximumDepth)
-            // Not JSON is an answer, not an error: such a message simply does not match a JSON matcher.
             else {
                 state = .notJSON
                 return nil

@@ -60,6 +60,7 @@ package struct TemplateSyntaxError: Error, Sendable, Equatable, CustomStringConv
 /// A string with `${...}` placeholders, parsed once when the profile is validated (never per message).
 /// `$$` is a literal `$`.
 package struct Template: Sendable, Equatable {
+    /// A run of literal text (`$$` already unescaped to `$`) or one placeholder.
     package enum Part: Sendable, Equatable {
         case literal(String)
         case value(TemplateValue)

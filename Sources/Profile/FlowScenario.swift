@@ -184,6 +184,7 @@ package struct GraphQLSubscription: Sendable, Equatable {
 
 /// One step of a flow. `name` tags its metrics (`flow.step{step=NAME}`); timed steps must have one.
 package struct FlowStep: Sendable, Equatable {
+    /// What the step does (its one action key).
     package indirect enum Action: Sendable, Equatable {
         case send(FlowPayload)
         case expect(FlowExpectation)
@@ -224,12 +225,14 @@ package struct FlowStep: Sendable, Equatable {
 
 /// A feeder (`data.<name>`): rows a connection binds one of for its lifetime.
 package struct FeederSource: Sendable, Equatable {
+    /// How the file is parsed (`format`; by default from the extension).
     package enum Format: String, Sendable, CaseIterable {
         case csv
         /// One JSON object per line.
         case jsonLines = "jsonl"
     }
 
+    /// Which row a connection binds (`mode`).
     package enum Mode: String, Sendable, CaseIterable {
         /// Row `vu % rows`.
         case sequential

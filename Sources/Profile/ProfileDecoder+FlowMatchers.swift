@@ -202,8 +202,9 @@ extension ProfileReader {
             case .object?:
                 guard let range = self.object(binary["length"], lengthPath, kind: "sizeRange") else { return nil }
                 let limit = 0...ProfileDecoder.maximumMessageSize
-                let minimum = integer(range["min"], Self.join(lengthPath, "min"), in: limit) ?? 0
-                let maximum = integer(range["max"], Self.join(lengthPath, "max"), in: limit) ?? ProfileDecoder.maximumMessageSize
+                let minimum = required(range, "min", lengthPath).flatMap { integer($0, Self.join(lengthPath, "min"), in: limit) }
+                let maximum = required(range, "max", lengthPath).flatMap { integer($0, Self.join(lengthPath, "max"), in: limit) }
+                guard let minimum, let maximum else { return nil }
                 guard minimum <= maximum else {
                     problem(Self.join(lengthPath, "min"), "\(minimum) is above max \(maximum)")
                     return nil

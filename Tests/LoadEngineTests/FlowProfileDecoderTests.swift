@@ -339,7 +339,9 @@ struct FlowProfileDecoderTests {
              {"name": "c", "expect": {"text": {"regex": "(x)"}, "capture": {"v": {"group": 2}}, "within": "1s"}},
              {"name": "d", "expect": {"text": {"regex": "x"}, "capture": {"v": "$.a"}, "within": "1s"}},
              {"name": "e", "expect": {"json": [{"path": "$.a", "equals": 1, "exists": true}], "within": "1s"}},
-             {"name": "f", "expect": {"any": true, "capture": {"vu": "$.a"}, "within": "1s"}}]
+             {"name": "f", "expect": {"any": true, "capture": {"vu": "$.a"}, "within": "1s"}},
+             {"name": "g", "expect": {"binary": {"length": {"min": 4}, "prefix": {"hex": "00"}}, "within": "1s"}},
+             {"name": "h", "expect": {"binary": {"length": 1, "prefix": {"hex": "0000"}}, "within": "1s"}}]
             """))) == [
             "scenarios[0].steps[0].expect: needs a matcher",
             "scenarios[0].steps[1].expect: has 2 matchers: text, any",
@@ -347,6 +349,8 @@ struct FlowProfileDecoderTests {
             "scenarios[0].steps[3].expect.capture.v: a path capture needs JSON messages",
             "scenarios[0].steps[4].expect.json[0]: has 2 tests: equals, exists",
             "scenarios[0].steps[5].expect.capture.vu: vu names a built-in value or a feeder",
+            "scenarios[0].steps[6].expect.binary.length.max: is required",
+            "scenarios[0].steps[7].expect.binary.prefix: is 2 bytes, longer than the longest length 1",
         ])
     }
 

@@ -101,7 +101,8 @@ extension JSONTemplate {
 
     /// The JSON value with every template expanded. A string that is exactly one placeholder takes the value's
     /// JSON type (`"${vu}"` is a number, a captured object stays an object); other strings get the text, which
-    /// the JSON writer escapes when the value is sent.
+    /// the JSON writer escapes when the value is sent. A typed integer beyond ±(2^53−1) (a wide `random.int`, a huge
+    /// `now_ms`) saturates there, as every integer written to JSON does.
     package func expand(_ scope: inout some TemplateScope) -> Result<JSONValue, TemplateFailure> {
         switch self {
         case .constant(let value): return .success(value)

@@ -54,7 +54,11 @@ extension Template {
     }
 
     /// True when the template has no placeholder: expanding it always gives the same text.
-    package var isConstant: Bool { references.isEmpty }
+    package var isConstant: Bool {
+        !parts.contains { part in
+            if case .value = part { true } else { false }
+        }
+    }
 
     /// The text of a constant template (its literals joined); nil if it has placeholders.
     package var constantText: String? {

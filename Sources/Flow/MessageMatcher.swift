@@ -2,6 +2,7 @@ import JSON
 
 /// One test on the value at a JSON path; all of a matcher's conditions must hold.
 package struct JSONCondition: Sendable, Equatable {
+    /// What the value at the path must be (exactly one per condition).
     package enum Test: Sendable, Equatable {
         /// Equal as JSON values (numbers by value, objects regardless of key order); the value may hold templates.
         case equals(JSONTemplate)
@@ -15,6 +16,7 @@ package struct JSONCondition: Sendable, Equatable {
         case compare(NumericComparison, Double)
     }
 
+    /// The numeric comparisons, with the profile keys that spell them; a non-number never compares.
     package enum NumericComparison: String, Sendable, CaseIterable {
         case less = "lt", lessOrEqual = "le", greater = "gt", greaterOrEqual = "ge"
     }
@@ -48,6 +50,7 @@ package enum CaptureSource: Sendable, Equatable {
     case group(Int)
 }
 
+/// One `capture` entry: the variable to set, and where in the matched message its value comes from.
 package struct Capture: Sendable, Equatable {
     package var variable: String
     package var source: CaptureSource
@@ -62,15 +65,4 @@ package struct Capture: Sendable, Equatable {
 package enum FlowMessage: Sendable {
     case text(String)
     case binary([UInt8])
-}
-
-/// A POSIX extended regular expression (the syntax of `grep -E`), compiled once when the profile is validated.
-/// Matching is safe from any number of threads at once (regexec on a compiled pattern does not modify it).
-package final class FlowRegex: Sendable, Equatable {
-    /// The pattern as written.
-    package let pattern: String
-
-    init(pattern: String) { self.pattern = pattern }
-
-    package static func == (lhs: FlowRegex, rhs: FlowRegex) -> Bool { lhs.pattern == rhs.pattern }
 }

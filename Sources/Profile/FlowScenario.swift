@@ -29,6 +29,8 @@ package struct FlowScenario: Sendable {
     package var stepNames: [String] = []
     /// The feeders (keys of the profile's `data`) the scenario's templates read: a connection binds a row of each.
     package var feeders: [String] = []
+    /// Every `${feeder.column}` the scenario's templates read, where: the loader checks each file has the column.
+    package var feederColumns: [FeederColumnUse] = []
     /// socketio: the namespace joined (`/` by default) and the CONNECT packet's auth payload.
     package var namespace = "/"
     package var connectPayload: JSONTemplate?
@@ -38,6 +40,19 @@ package struct FlowScenario: Sendable {
     package var handshakeTimeout: Duration = .seconds(10)
 
     package init() {}
+}
+
+/// A feeder column a template reads (`${users.token}`), and the JSON path of the template.
+package struct FeederColumnUse: Sendable, Equatable {
+    package var feeder: String
+    package var column: String
+    package var path: String
+
+    package init(feeder: String, column: String, path: String) {
+        self.feeder = feeder
+        self.column = column
+        self.path = path
+    }
 }
 
 /// What a step does when it fails: an `expect` (or `on`, `query`, `subscribe`, an ack, a ping) that timed out, hit
@@ -169,6 +184,7 @@ package struct GraphQLSubscription: Sendable, Equatable {
 
 /// One step of a flow. `name` tags its metrics (`flow.step{step=NAME}`); timed steps must have one.
 package struct FlowStep: Sendable, Equatable {
+    /// What the step does (its one action key).
     package indirect enum Action: Sendable, Equatable {
         case send(FlowPayload)
         case expect(FlowExpectation)
@@ -209,12 +225,14 @@ package struct FlowStep: Sendable, Equatable {
 
 /// A feeder (`data.<name>`): rows a connection binds one of for its lifetime.
 package struct FeederSource: Sendable, Equatable {
+    /// How the file is parsed (`format`; by default from the extension).
     package enum Format: String, Sendable, CaseIterable {
         case csv
         /// One JSON object per line.
         case jsonLines = "jsonl"
     }
 
+    /// Which row a connection binds (`mode`).
     package enum Mode: String, Sendable, CaseIterable {
         /// Row `vu % rows`.
         case sequential

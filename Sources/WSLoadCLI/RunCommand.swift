@@ -80,14 +80,17 @@ enum RunCommand: Subcommand {
             return .usage
         }
         // The overrides are part of the profile before it is validated: what runs is what was checked.
-        let profile: Profile
+        var loaded: Profile
         switch loadProfile(path, overrides: overrides) {
         case .failure(let failure):
             failure.print(to: output, path: path)
             return failure.exitCode
-        case .success(let loaded):
-            profile = loaded
+        case .success(let decoded):
+            loaded = decoded
         }
+        // Feeders are read once, before anything runs: a missing or short file stops the run as validate would.
+        if let failure = loadFeeders(into: &loaded, path: path, output: output) { return failure }
+        let profile = loaded
         let isQuiet = options.has("quiet")
         let display = ProgressDisplay(output: output, isTerminal: output.isErrorTerminal, isQuiet: isQuiet)
 

@@ -11,7 +11,8 @@ enum ValidateCommand: Subcommand {
         OVERVIEW: Check a profile and list every problem with its JSON path.
 
         Checks everything a run would: unknown keys, kinds, ranges, durations, URLs, thresholds and
-        references between them. Prints one line per problem and exits 65 if there is any.
+        references between them, and reads the feeders' data files. Prints one line per problem and exits
+        65 if there is any (66 if a data file cannot be read).
 
         USAGE: wsload validate <profile.json> [options]
 
@@ -47,7 +48,8 @@ enum ValidateCommand: Subcommand {
         case .failure(let failure):
             failure.print(to: output, path: path)
             return failure.exitCode
-        case .success(let profile):
+        case .success(var profile):
+            if let failure = loadFeeders(into: &profile, path: path, output: output) { return failure }
             let connections = profile.scenarios.reduce(0) { $0 + $1.websocket.connections }
             output.print("\(path): valid — \(profile.scenarios.count) scenario\(profile.scenarios.count == 1 ? "" : "s"), "
                 + "\(connections) connection\(connections == 1 ? "" : "s"), \(formatDuration(profile.duration))")
@@ -100,5 +102,37 @@ func loadProfile(_ path: String, overrides: ProfileOverrides = ProfileOverrides(
         return .success(try ProfileDecoder.decode(Array(data), overrides: overrides))
     } catch {
         return .failure(.invalid(error))
+    }
+}
+
+/// Reads and checks the profile's feeders (`data`) into `profile.feederTables`; on failure prints every problem
+/// and returns the exit code (66 a file missing or unreadable, 65 a bad or short one). Relative paths are taken
+/// from the current directory, as `tokenFile` and `caFile` are.
+func loadFeeders(into profile: inout Profile, path: String, output: CommandOutput) -> ExitCode? {
+    guard !profile.data.isEmpty else { return nil }
+    switch FeederLoader.load(profile, read: readFeederFile) {
+    case .success(let tables):
+        profile.feederTables = tables
+        return nil
+    case .failure(let error):
+        output.printError("\(path): \(error.problems.count) problem\(error.problems.count == 1 ? "" : "s") with its data:")
+        for problem in error.problems { output.printError("  " + problem.description) }
+        return ExitCode(rawValue: error.exitCode)
+    }
+}
+
+/// A feeder file's bytes, at most one past the feeder size limit (the loader refuses a longer one).
+private func readFeederFile(_ file: String) throws -> [UInt8] {
+    struct Unreadable: Error, CustomStringConvertible { var description: String }
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else { throw Unreadable(description: "no such file") }
+    guard !isDirectory.boolValue else { throw Unreadable(description: "it is a directory") }
+    guard let handle = FileHandle(forReadingAtPath: file) else { throw Unreadable(description: "permission denied") }
+    // Closing a file only read from cannot lose anything: its error is safe to ignore.
+    defer { try? handle.close() }
+    do {
+        return Array(try handle.read(upToCount: FeederLoader.maximumFileSize + 1) ?? Data())
+    } catch {
+        throw Unreadable(description: error.localizedDescription)
     }
 }

@@ -73,7 +73,7 @@ struct ProfileDecoderTests {
             "duration: is required",
             "scenarios[0].connections: 0 is out of range (use 1...1000000)",
             "scenarios[0].message.size: echo binary messages carry a 16-byte sequence header (use sizes of at least 16)",
-            "scenarios[1].pattern: \"echoo\" is not one of \"echo\", \"idle\", \"receive\", \"typed\" (did you mean \"echo\"?)",
+            "scenarios[1].pattern: \"echoo\" is not one of \"echo\", \"idle\", \"receive\", \"typed\", \"flow\" (did you mean \"echo\"?)",
             "scenarios[1].stages[0].duration: \"10x\" is not a duration (use 500ms, 10s, 5m, 2h)",
             "scenarios[1].reconnect.jitter: \"some\" is not one of \"none\", \"full\", \"equal\", \"decorrelated\" (did you mean \"none\"?)",
             "scenarios[1].reconnect.max: is below initial (5.0s)",

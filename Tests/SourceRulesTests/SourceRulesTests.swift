@@ -63,6 +63,8 @@ struct SourceRulesTests {
     }
 
     @Test("targets import only what lies below them", arguments: [
+        ("Sources/Flow/", ["Runtime", "Clients", "HTTP1", "WebSocket", "Lifecycle", "Histogram", "Profile", "Reporting",
+                           "LoadEngine", "EmbeddedServer", "WSLoadCLI"]),
         ("Sources/Lifecycle/", ["Runtime", "Clients", "Profile", "Reporting", "LoadEngine", "EmbeddedServer", "WSLoadCLI"]),
         ("Sources/Profile/", ["Runtime", "Clients", "Reporting", "LoadEngine", "EmbeddedServer", "WSLoadCLI"]),
         ("Sources/Reporting/", ["Runtime", "Clients", "LoadEngine", "EmbeddedServer", "WSLoadCLI"]),

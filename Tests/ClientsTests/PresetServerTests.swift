@@ -46,6 +46,24 @@ struct PresetServerTests {
         #expect(!log.names.contains { $0.hasPrefix("error") })
     }
 
+    @Test("Socket.IO: a namespace the server does not serve is refused with connect_error")
+    func socketIOConnectError() async throws {
+        let server = try startPythonPeer("socketio_server.py")
+        defer { server.process.stop() }
+        _ = try await PresetSession.run(url: "ws://127.0.0.1:\(server.port)/socket.io/?EIO=4&transport=websocket") { session in
+            guard case .open = try await session.nextEngineIO() else { throw Unexpected("no open packet") }
+            try await session.sendSocketIO(.connect(namespace: "/nowhere", payload: ["token": "t"]))
+            guard case .connectError("/nowhere", let payload?) = try await session.nextSocketIO() else {
+                throw Unexpected("no connect_error for /nowhere")
+            }
+            // python-socketio sends the reason as a bare string (`44/nowhere,"Unable to connect"`), the protocol's
+            // v4 form; socket.io 4 sends {"message": ..}. The codec takes both.
+            let reason = payload.stringValue ?? payload["message"]?.stringValue
+            #expect(reason?.isEmpty == false)
+            await session.manager.disconnect()
+        }
+    }
+
     @Test("Socket.IO heartbeat: a client answering 2 with 3 stays past two intervals; one that does not is dropped")
     func socketIOHeartbeat() async throws {
         // A short interval and a generous timeout: answering in time must not depend on the box's speed.

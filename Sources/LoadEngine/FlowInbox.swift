@@ -141,7 +141,7 @@ extension FlowRun {
         guard clock.now < deadline else { return .next }
         switch await wait(manager, until: deadline, expecting: nil, onDeadline: .elapsed) {
         case .stopped: return .stopped
-        case .closed: return .dropped
+        case .closed: return faults?.scansInboxAfterClose() == true ? .next : .dropped  // a fault runs on
         default: return .next
         }
     }

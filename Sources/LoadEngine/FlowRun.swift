@@ -137,7 +137,7 @@ final class FlowRun: @unchecked Sendable {
         var index = start
         while index < nodes.count {
             if isStopRequested || latch.isStopped(id) { return .stopped }
-            if isReaderDone { return .dropped }
+            if isReaderDone && faults?.scansInboxAfterClose() != true { return .dropped }
             position[position.count - 1].index = index
             let resumed = entering
             entering = nil

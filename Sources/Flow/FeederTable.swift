@@ -23,3 +23,51 @@ package struct FeederTable: Sendable {
 
     package var rowCount: Int { columns.isEmpty ? 0 : values.count / columns.count }
 }
+
+extension FeederTable {
+    /// The largest feeder file a run reads (64 MiB); the parsers refuse larger input too.
+    package static let maximumFileSize = 64 << 20
+
+    /// The position of `column` in ``columns``, or nil.
+    package func columnIndex(_ column: String) -> Int? { columns.firstIndex(of: column) }
+
+    /// The value of `column` in row `row` (0-based); nil for a row or column the table lacks, or a JSON lines row
+    /// without the key. CSV values are strings.
+    package func value(row: Int, column: String) -> JSONValue? {
+        guard let index = columnIndex(column) else { return nil }
+        return value(row: row, columnIndex: index)
+    }
+
+    /// The value at row `row`, column position `columnIndex` (see ``columnIndex(_:)``); nil when out of range.
+    package func value(row: Int, columnIndex: Int) -> JSONValue? {
+        guard row >= 0, row < rowCount, columnIndex >= 0, columnIndex < columns.count else { return nil }
+        let (position, overflow) = row.multipliedReportingOverflow(by: columns.count)
+        guard !overflow, position + columnIndex < values.count else { return nil }
+        return values[position + columnIndex]
+    }
+}
+
+/// Why a feeder file cannot be used, and where: `file:line` (1-based), and for CSV the 1-based field number.
+/// Messages never quote a field's value (a column may be secret); they name the line and field.
+package struct FeederError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file as the profile names it.
+    package var file: String
+    /// The 1-based line; 0 when the error is about the whole file (its size).
+    package var line: Int
+    /// CSV: the 1-based field number in the row; JSON lines: the 1-based character column; nil: the whole line.
+    package var column: Int?
+    package var message: String
+
+    package init(file: String, line: Int, column: Int? = nil, message: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.message = message
+    }
+
+    package var description: String {
+        guard line > 0 else { return "\(file): \(message)" }
+        guard let column else { return "\(file):\(line): \(message)" }
+        return "\(file):\(line):\(column): \(message)"
+    }
+}

@@ -63,14 +63,3 @@ package enum FlowMessage: Sendable {
     case text(String)
     case binary([UInt8])
 }
-
-/// A POSIX extended regular expression (the syntax of `grep -E`), compiled once when the profile is validated.
-/// Matching is safe from any number of threads at once (regexec on a compiled pattern does not modify it).
-package final class FlowRegex: Sendable, Equatable {
-    /// The pattern as written.
-    package let pattern: String
-
-    init(pattern: String) { self.pattern = pattern }
-
-    package static func == (lhs: FlowRegex, rhs: FlowRegex) -> Bool { lhs.pattern == rhs.pattern }
-}

@@ -41,6 +41,8 @@ package protocol TemplateScope {
 package struct TemplateFailure: Error, Sendable, Equatable {
     /// The value as the template spells it, e.g. `room` or `users.token`.
     package var name: String
+
+    package init(name: String) { self.name = name }
 }
 
 /// A template syntax error at a byte offset of the template text.
@@ -48,6 +50,11 @@ package struct TemplateSyntaxError: Error, Sendable, Equatable, CustomStringConv
     package var offset: Int
     package var message: String
     package var description: String { "at byte \(offset): \(message)" }
+
+    package init(offset: Int, message: String) {
+        self.offset = offset
+        self.message = message
+    }
 }
 
 /// A string with `${...}` placeholders, parsed once when the profile is validated (never per message).

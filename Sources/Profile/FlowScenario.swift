@@ -29,6 +29,8 @@ package struct FlowScenario: Sendable {
     package var stepNames: [String] = []
     /// The feeders (keys of the profile's `data`) the scenario's templates read: a connection binds a row of each.
     package var feeders: [String] = []
+    /// Every `${feeder.column}` the scenario's templates read, where: the loader checks each file has the column.
+    package var feederColumns: [FeederColumnUse] = []
     /// socketio: the namespace joined (`/` by default) and the CONNECT packet's auth payload.
     package var namespace = "/"
     package var connectPayload: JSONTemplate?
@@ -38,6 +40,19 @@ package struct FlowScenario: Sendable {
     package var handshakeTimeout: Duration = .seconds(10)
 
     package init() {}
+}
+
+/// A feeder column a template reads (`${users.token}`), and the JSON path of the template.
+package struct FeederColumnUse: Sendable, Equatable {
+    package var feeder: String
+    package var column: String
+    package var path: String
+
+    package init(feeder: String, column: String, path: String) {
+        self.feeder = feeder
+        self.column = column
+        self.path = path
+    }
 }
 
 /// What a step does when it fails: an `expect` (or `on`, `query`, `subscribe`, an ack, a ping) that timed out, hit

@@ -3,7 +3,7 @@ import Lifecycle
 
 /// Scenarios: the websocket scenario and what it shares with transfers (concurrency, reconnect), messages, schedules.
 extension ProfileReader {
-    mutating func scenario(_ value: JSONValue, _ path: String) -> Scenario? {
+    mutating func scenario(_ value: JSONValue, _ path: String, feederNames: Set<String> = []) -> Scenario? {
         guard let object = object(value, path, kind: "scenario") else { return nil }
         let problemsBefore = problems.count
         let name = required(object, "name", path).flatMap { scenarioName($0, Self.join(path, "name")) }
@@ -15,9 +15,10 @@ extension ProfileReader {
         if object["transfer"] != nil {
             problem(Self.join(path, "transfer"), "only download and upload scenarios transfer", hint: "set \"kind\"")
         }
-        let pattern = required(object, "pattern", path, hint: "echo, idle, receive or typed").flatMap {
+        let pattern = required(object, "pattern", path, hint: "echo, idle, receive, typed or flow").flatMap {
             choice($0, Self.join(path, "pattern"), as: WebSocketScenario.Pattern.self)
         }
+        if pattern != .flow { refuseFlowKeys(object, path) }
         var websocket = WebSocketScenario(pattern: pattern ?? .echo, connections: 0)
         if let requestPath = requestPath(object["path"], Self.join(path, "path")) { websocket.path = requestPath }
         concurrency(object, path, into: &websocket)
@@ -39,6 +40,11 @@ extension ProfileReader {
             }
         }
         websocket.compression = bool(object["compression"], Self.join(path, "compression")) ?? false
+        if pattern == .flow {
+            flowScenario(object, path, feederNames: feederNames, into: &websocket)
+            guard problems.count == problemsBefore, let name else { return nil }
+            return Scenario(name: name, kind: kind, startAfter: startAfter, websocket: websocket)
+        }
         message(object["message"], Self.join(path, "message"), into: &websocket)
         let connectionCount = websocket.connections
         if let schedule = self.schedule(object["schedule"], Self.join(path, "schedule"), connections: connectionCount) {

@@ -38,11 +38,13 @@ extension ProfileReader {
             seed = override <= UInt64(Int.max) ? override : nil
             if seed == nil { problem("seed", "\(override) is out of range", hint: "use 0...\(Int.max)", setBy: "--seed") }
         }
+        let data = dataSources(root["data"])
+        let feederNames = Set(data.map(\.name))
         var scenarios: [Scenario] = []
         if let list = required(root, "scenarios", "").flatMap({ array($0, "scenarios") }) {
             if list.isEmpty { problem("scenarios", "must hold at least one scenario") }
             for (index, element) in list.enumerated() {
-                if let scenario = self.scenario(element, "scenarios[\(index)]") { scenarios.append(scenario) }
+                if let scenario = self.scenario(element, "scenarios[\(index)]", feederNames: feederNames) { scenarios.append(scenario) }
             }
             var seen: Set<String> = []
             for (index, scenario) in scenarios.enumerated() where !seen.insert(scenario.name).inserted {
@@ -70,6 +72,7 @@ extension ProfileReader {
         profile.thresholds = thresholds
         profile.chaos = chaos
         profile.report = report
+        profile.data = data
         return profile
     }
 

@@ -26,7 +26,7 @@ package enum ProfileDecoder {
     package static let keys: [String: [String]] = [
         "profile": [
             "$schema", "version", "name", "description", "target", "tls", "headers", "auth", "duration", "gracefulStop",
-            "loops", "seed", "scenarios", "thresholds", "chaos", "report",
+            "loops", "seed", "scenarios", "thresholds", "chaos", "report", "data",
         ],
         "chaos": ["at", "action", "fraction", "code", "for"],
         "tls": ["caFile", "insecure", "serverName"],
@@ -35,7 +35,7 @@ package enum ProfileDecoder {
         "scenario": [
             "name", "kind", "startAfter", "pattern", "path", "connections", "stages", "pingInterval", "pingTimeout",
             "reconnect", "subprotocols", "compression", "message", "schedule", "messagesPerConnection", "subscribe",
-            "typeName", "transfer",
+            "typeName", "transfer", "steps", "protocol", "classify", "headers", "query", "socketio", "graphql",
         ],
         "transfer": [
             "url", "path", "size", "file", "segments", "connections", "minSegmentSize", "repeats", "interrupt", "method",
@@ -49,6 +49,33 @@ package enum ProfileDecoder {
         "sizeChoice": ["size", "weight"],
         "schedule": ["model", "thinkTime", "rate", "per"],
         "threshold": ["expression", "abortOnFail", "abortDelay"],
+        // Feeders and flows (ProfileDecoder+Flow*.swift).
+        "dataSource": ["file", "format", "mode", "secret"],
+        "flowStep": [
+            "name", "send", "expect", "think", "loop", "group", "ping", "close", "reconnect", "mark", "if", "emit", "on",
+            "query", "subscribe", "unsubscribe",
+        ],
+        "send": ["text", "binary", "json"],
+        "bytes": ["hex", "base64"],
+        "expect": ["json", "text", "binary", "any", "within", "capture", "skip", "onTimeout", "from"],
+        "textMatcher": ["regex"],
+        "binaryMatcher": ["length", "prefix"],
+        "condition": ["path", "equals", "exists", "oneOf", "regex", "lt", "le", "gt", "ge"],
+        "captureGroup": ["group"],
+        "thinkRange": ["min", "max"],
+        "loop": ["count", "for", "rate", "per", "steps"],
+        "group": ["steps"],
+        "ping": ["within", "onTimeout"],
+        "close": ["code", "reason"],
+        "reconnectStep": [],
+        "if": ["var", "equals", "exists", "then", "else"],
+        "emit": ["event", "args", "ack", "within", "match", "capture", "onTimeout"],
+        "on": ["event", "match", "capture", "within", "skip", "onTimeout", "from"],
+        "graphqlQuery": ["query", "variables", "operationName", "within", "match", "capture", "onTimeout"],
+        "graphqlSubscribe": ["query", "variables", "operationName", "count", "within", "match", "onTimeout"],
+        "classifier": ["type", "json", "text", "binary", "any"],
+        "socketio": ["namespace", "auth", "timeout"],
+        "graphql": ["payload", "timeout"],
     ]
 
     /// The largest profile read (a profile is configuration, not data).

@@ -74,7 +74,7 @@ let package = Package(
             name: "LoadEngineTests",
             dependencies: ["LoadEngine", "Clients", "Crypto", "EmbeddedServer", "Flow", "JSON", "Profile", "Reporting", "Histogram", "Runtime", "RunHost", "TestSupport", "WSLoadCLI", "WebSocket"]
         ),
-        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "JSON", "Lifecycle", "Profile", "Runtime", "WebSocket", "TestSupport"]),
+        .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Flow", "JSON", "Lifecycle", "Profile", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),
         .testTarget(name: "SourceRulesTests", dependencies: ["TestSupport"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Crypto", "Runtime"]),

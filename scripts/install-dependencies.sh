@@ -41,4 +41,11 @@ if [[ "${1:-}" == "--test" ]]; then
     }
     pip_install websockets.asyncio.server "websockets>=13"
     pip_install hdrh.histogram "hdrhistogram>=0.10"
+    # The flow presets' real servers (Tests/Peers/socketio_server.py, graphql_server.py): python-socketio on
+    # aiohttp, strawberry-graphql on uvicorn (ASGI, with starlette) for graphql-transport-ws.
+    pip_install aiohttp "aiohttp>=3.9"
+    pip_install socketio "python-socketio>=5.11"
+    pip_install uvicorn "uvicorn[standard]>=0.30"
+    pip_install starlette "starlette>=0.37"
+    pip_install strawberry "strawberry-graphql>=0.240"
 fi

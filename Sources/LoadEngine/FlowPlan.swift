@@ -14,11 +14,13 @@ final class FlowPlan: Sendable {
     /// For each `classify` entry, its slot in ``pushedTypes``.
     let classifySlots: [Int]
     let feeders: FeederTables
-    let feederModes: [String: FeederSource.Mode]
+    /// Which row of each feeder a connection binds.
+    let binding: FeederBinding
+    let scenarioIndex: Int
     /// The first connection number of this process's slice (a shard runs connections `vuOffset...`).
     let vuOffset: Int
 
-    init(_ scenario: FlowScenario, feeders: FeederTables, sources: [FeederSource], vuOffset: Int) {
+    init(_ scenario: FlowScenario, profile: Profile, scenarioIndex: Int, vuOffset: Int) {
         self.scenario = scenario
         nodes = scenario.steps.map(FlowNode.init)
         var types: [String] = []
@@ -34,10 +36,9 @@ final class FlowPlan: Sendable {
         types.append("other")
         pushedTypes = types
         classifySlots = slots
-        self.feeders = feeders
-        var modes: [String: FeederSource.Mode] = [:]
-        for source in sources { modes[source.name] = source.mode }
-        feederModes = modes
+        feeders = profile.feederTables
+        binding = FeederBinding(profile: profile)
+        self.scenarioIndex = scenarioIndex
         self.vuOffset = vuOffset
     }
 

@@ -33,12 +33,7 @@ final class FlowState: TemplateScope {
         var draw = random
         for name in plan.scenario.feeders {
             guard let table = plan.feeders.tables[name], table.rowCount > 0 else { continue }
-            let mode = plan.feederModes[name] ?? .sequential
-            let row = switch mode {
-            case .sequential, .unique: vu % table.rowCount
-            case .random: Int(draw.next() % UInt64(table.rowCount))
-            }
-            rows[name] = (table, row)
+            rows[name] = (table, plan.binding.row(feeder: name, scenarioIndex: plan.scenarioIndex, connection: vu, random: &draw))
         }
         self.rows = rows
     }

@@ -387,7 +387,7 @@ package struct LoadRun: Sendable {
             // A flow's `${vu}` numbers connections as the unsharded run would: this slice starts at its offset.
             let vuOffset = shard.map { self.profile.scenarios[index].websocket.connections * $0.index / $0.count } ?? 0
             let flow = scenario.websocket.flow.map {
-                FlowPlan($0, feeders: profile.feederTables, sources: profile.data, vuOffset: vuOffset)
+                FlowPlan($0, profile: profile, scenarioIndex: index, vuOffset: vuOffset)
             }
             if let reason = flow?.unsupportedReason { throw LoadRunError(description: "scenarios[\(index)]: \(reason)") }
             return ScenarioPlan(index: index, scenario: scenario, url: url, configuration: configuration, filler: filler,

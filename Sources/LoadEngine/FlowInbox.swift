@@ -10,6 +10,20 @@ struct FlowItem {
     var message: ParsedMessage
     var arrival: LoopClock.Instant
     var byteCount: Int
+    /// socketio: the event this frame carries (its name, and its arguments without the name).
+    var event: (name: String, arguments: JSONValue)?
+}
+
+/// What a flow wait takes from the reader.
+enum FlowWant {
+    /// An `expect`: a message.
+    case message(FlowExpectation)
+    /// A socketio `on`: an event by name.
+    case event(SocketIOOn)
+    /// A socketio `emit` with `ack`: the ack of this id.
+    case ack(UInt64, SocketIOEmit)
+    /// The preset's handshake (socketio namespace connect).
+    case handshake
 }
 
 /// How a flow's wait (an expect, a think, a paced loop's next start) ended. Every wait ends exactly once.
@@ -54,27 +68,32 @@ extension FlowRun {
             case .text(let text): .text(text)
             case .binary(let bytes): .binary(bytes)
             }
-            offer(FlowItem(message: ParsedMessage(flowMessage), arrival: clock.now, byteCount: message.byteCount))
+            let item = FlowItem(message: ParsedMessage(flowMessage), arrival: clock.now, byteCount: message.byteCount)
+            if flow.scenario.preset == .socketio {
+                await socketIOFrame(manager, item)
+            } else {
+                offer(item)
+            }
         }
     }
 
     /// A message arrived: a waiting expect sees it at once (no second scan when it matches); otherwise it waits
     /// in the inbox.
     func offer(_ item: FlowItem) {
-        guard let expectation = waitingExpectation, inboxHead == inbox.count else { return enqueue(item) }
+        guard let want, inboxHead == inbox.count, let verdictWant = want.takesItems else { return enqueue(item) }
         var item = item
-        switch judge(&item, expectation) {
+        switch judge(&item, verdictWant) {
         case .take(let captures): resolve(.matched(item.arrival, captures), serial: waitSerial)
         case .fail(let code): resolve(.failed(code), serial: waitSerial)
         case .skip: break
         }
     }
 
-    private func enqueue(_ item: FlowItem) {
+    func enqueue(_ item: FlowItem) {
         if inbox.count - inboxHead >= Self.inboxCapacity || inboxBytes + item.byteCount > Self.inboxByteCapacity,
             inboxHead < inbox.count {
             var oldest = dequeue()  // past the bound the oldest go, counted as pushed
-            countPushed(&oldest.message)
+            countPushed(&oldest.message, event: oldest.event?.name)
         }
         inbox.append(item)
         inboxBytes += item.byteCount
@@ -95,36 +114,58 @@ extension FlowRun {
     }
 
     /// A message no expect takes: counted under its `classify` type.
-    func countPushed(_ message: inout ParsedMessage) {
+    func countPushed(_ message: inout ParsedMessage, event: String? = nil) {
+        if let event, flow.scenario.classify.isEmpty {
+            recorder.flowPushedEvents[event, default: 0] &+= 1
+            return
+        }
         var scope = state
         recorder.flowPushed[flow.pushedSlot(&message, scope: &scope)] &+= 1
     }
 
     /// Whether `expectation` takes the message, skips it (counted `flow.skipped` and classified), or fails.
-    private func judge(_ item: inout FlowItem, _ expectation: FlowExpectation) -> Verdict {
+    private func judge(_ item: inout FlowItem, _ want: FlowWant) -> Verdict {
         ledger.check(.flowNothingAfterClose, !isReaderDone, actor: history,
                      "a message was handed to a step after the connection closed")
         var scope = state
-        switch expectation.matcher.match(&item.message, captures: expectation.captures, scope: &scope) {
+        let expectation: FlowExpectation
+        let outcome: MatchOutcome
+        switch want {
+        case .message(let wanted):
+            expectation = wanted
+            outcome = wanted.matcher.match(&item.message, captures: wanted.captures, scope: &scope)
+        case .event(let on):
+            expectation = on.expectation
+            if let event = item.event, event.name == on.event {
+                let conditions: [JSONCondition] = if case .json(let list) = on.expectation.matcher { list } else { [] }
+                outcome = conditions.allHold(on: event.arguments, scope: &scope)
+                    ? capture(on.expectation.captures, from: event.arguments) : .noMatch
+            } else {
+                outcome = .noMatch
+            }
+        case .ack, .handshake:
+            return .skip  // answered by the reader directly, never from the inbox
+        }
+        switch outcome {
         case .matched(let captures):
             return .take(captures.map { ($0.variable, $0.value) })
         case .captureMissing:
             return .fail(.captureMissing)
         case .noMatch:
             recorder.flowSkipped &+= 1
-            countPushed(&item.message)
+            countPushed(&item.message, event: item.event?.name)
             waitSkipped += 1
             return waitSkipped > expectation.skipLimit ? .fail(.expectSkipLimit) : .skip
         }
     }
 
     /// An expect: the inbox first, from its front, then the messages as they arrive, until `within`.
-    func awaitMessage(_ manager: isolated WebSocketManager, _ expectation: FlowExpectation) async -> WaitOutcome {
+    func awaitMessage(_ manager: isolated WebSocketManager, _ want: FlowWant, within: Duration) async -> WaitOutcome {
         waitSkipped = 0
         let scansAfterClose = faults?.scansInboxAfterClose() == true
         while inboxHead < inbox.count && (!isReaderDone || scansAfterClose) {
             var item = dequeue()
-            switch judge(&item, expectation) {
+            switch judge(&item, want) {
             case .take(let captures): return .matched(item.arrival, captures)
             case .fail(let code): return .failed(code)
             case .skip: continue
@@ -132,7 +173,7 @@ extension FlowRun {
         }
         if isReaderDone { return .closed }
         if isStopRequested || latch.isStopped(id) { return .stopped }
-        return await wait(manager, until: clock.now.advanced(by: expectation.within), expecting: expectation,
+        return await wait(manager, until: clock.now.advanced(by: within), expecting: want,
                           onDeadline: .failed(.expectTimeout))
     }
 
@@ -148,13 +189,13 @@ extension FlowRun {
 
     /// The one wait primitive: suspends the interpreter until the deadline (a loop timer, no task), a matching
     /// message, the stop, or the connection's end — whichever comes first resolves it, exactly once.
-    private func wait(_ manager: isolated WebSocketManager, until deadline: LoopClock.Instant,
-                      expecting expectation: FlowExpectation?, onDeadline: WaitOutcome) async -> WaitOutcome {
+    func wait(_ manager: isolated WebSocketManager, until deadline: LoopClock.Instant,
+              expecting expectation: FlowWant?, onDeadline: WaitOutcome) async -> WaitOutcome {
         if isReaderDone { return .closed }
         if isStopRequested || latch.isStopped(id) { return .stopped }
         waitSerial &+= 1
         let serial = waitSerial
-        waitingExpectation = expectation
+        want = expectation
         let keepsTimer = faults?.keepsExpectTimerAfterMatch() == true
         let timer = ScheduledTimer(on: loop, after: clock.now.duration(to: deadline)) { [self] in
             // Timer callbacks run on the loop thread outside any job, where the manager's isolation can be assumed.
@@ -177,7 +218,7 @@ extension FlowRun {
                      "a flow wait was resolved again after it had ended")
         guard isLive, let continuation else { return }
         self.continuation = nil
-        waitingExpectation = nil
+        want = nil
         continuation.resume(returning: outcome)
     }
 
@@ -187,9 +228,10 @@ extension FlowRun {
         if faults?.scansInboxAfterClose() != true {
             while inboxHead < inbox.count {
                 var item = dequeue()
-                countPushed(&item.message)
+                countPushed(&item.message, event: item.event?.name)
             }
         }
+        heartbeat?.cancel()
         if continuation != nil { resolve(.closed, serial: waitSerial) }
         latch.wake(id)
     }
@@ -200,5 +242,15 @@ extension FlowRun {
         isStopRequested = true
         if continuation != nil { resolve(.stopped, serial: waitSerial) }
         await manager.beginClosing(code: .normalClosure, reason: "run stopped")
+    }
+}
+
+extension FlowWant {
+    /// The want an inbox item can satisfy (expect, on); nil for those the reader answers itself.
+    var takesItems: FlowWant? {
+        switch self {
+        case .message, .event: self
+        case .ack, .handshake: nil
+        }
     }
 }

@@ -54,7 +54,8 @@ final class FlowRun: @unchecked Sendable {
 
     // The one wait in progress (an expect, a think, a paced loop's next start).
     var continuation: CheckedContinuation<WaitOutcome, Never>?
-    var waitingExpectation: FlowExpectation?
+    /// What the wait in progress takes from the reader (nil: a think or pacing wait, which takes nothing).
+    var want: FlowWant?
     var waitSkipped = 0
     var waitSerial: UInt64 = 0
     /// Timers a test's fault keeps armed after their wait ended (empty in real runs).
@@ -63,6 +64,12 @@ final class FlowRun: @unchecked Sendable {
     var isReaderDone = false
     var isInterpreterDone = false
     var isStopRequested = false
+    // socketio: the session, the heartbeat deadline, and the acks in flight.
+    var sessionID: String?
+    var nextAckID: UInt64 = 0
+    var heartbeat: ScheduledTimer?
+    var heartbeatInterval: Duration?
+
     /// Steps of this connection that failed (a group fails when one of its steps did).
     var failures = 0
     /// The interpreter closed the connection on purpose (steps ended, `close`, `reconnect`).
@@ -95,12 +102,14 @@ final class FlowRun: @unchecked Sendable {
         }
         var resume = state.resumePoint
         state.resumePoint = nil
+        if let control = await presetHandshake(manager) { return control }
         while true {
             position = []
             let control = await run(manager, flow.nodes, resume: &resume)
             switch control {
             case .restart:
                 state.clearCaptures()
+                if let sessionID { state.define("sid", .string(sessionID)) }
                 continue
             case .next:
                 recorder.flowCompleted += 1

@@ -10,7 +10,7 @@ extension FlowRun {
     /// An expect: its latency from the preceding send (or its mark) to the matching message's arrival.
     func expect(_ manager: isolated WebSocketManager, _ expectation: FlowExpectation, nameIndex: Int?) async -> FlowControl {
         let from = expectation.from.flatMap { state.marks[$0] } ?? reference
-        switch await awaitMessage(manager, expectation) {
+        switch await awaitMessage(manager, .message(expectation), within: expectation.within) {
         case .matched(let arrival, let captures):
             for capture in captures { state.define(capture.variable, capture.value) }
             if let nameIndex {
@@ -109,14 +109,11 @@ extension FlowRun {
         }
     }
 
-    /// The preset steps (socketio, graphql-ws): not run by this build yet; the run refuses such flows up front
-    /// (``FlowPlan/unsupportedReason``), so this is never reached.
-    func presetStep(_ manager: isolated WebSocketManager, _ node: FlowNode) async -> FlowControl { .next }
 }
 
 extension FlowPlan {
     /// Why this build cannot run the flow, if it cannot.
     var unsupportedReason: String? {
-        scenario.preset == .raw ? nil : "protocol \(scenario.preset.rawValue) flows are not run by this build yet"
+        scenario.preset == .graphqlWS ? "protocol graphql-ws flows are not run by this build yet" : nil
     }
 }

@@ -22,8 +22,10 @@ enum FlowWant {
     case event(SocketIOOn)
     /// A socketio `emit` with `ack`: the ack of this id.
     case ack(UInt64, SocketIOEmit)
-    /// The preset's handshake (socketio namespace connect).
+    /// The preset's handshake (socketio namespace connect, graphql-ws `connection_ack`).
     case handshake
+    /// graphql-ws: an event of the operation with this id.
+    case operation(String)
 }
 
 /// How a flow's wait (an expect, a think, a paced loop's next start) ended. Every wait ends exactly once.
@@ -69,10 +71,10 @@ extension FlowRun {
             case .binary(let bytes): .binary(bytes)
             }
             let item = FlowItem(message: ParsedMessage(flowMessage), arrival: clock.now, byteCount: message.byteCount)
-            if flow.scenario.preset == .socketio {
-                await socketIOFrame(manager, item)
-            } else {
-                offer(item)
+            switch flow.scenario.preset {
+            case .socketio: await socketIOFrame(manager, item)
+            case .graphqlWS: await graphQLFrame(manager, item)
+            case .raw: offer(item)
             }
         }
     }
@@ -143,7 +145,7 @@ extension FlowRun {
             } else {
                 outcome = .noMatch
             }
-        case .ack, .handshake:
+        case .ack, .handshake, .operation:
             return .skip  // answered by the reader directly, never from the inbox
         }
         switch outcome {
@@ -250,7 +252,7 @@ extension FlowWant {
     var takesItems: FlowWant? {
         switch self {
         case .message, .event: self
-        case .ack, .handshake: nil
+        case .ack, .handshake, .operation: nil
         }
     }
 }

@@ -69,6 +69,10 @@ final class FlowRun: @unchecked Sendable {
     var nextAckID: UInt64 = 0
     var heartbeat: ScheduledTimer?
     var heartbeatInterval: Duration?
+    // graphql-ws: the acknowledgement and the operations by id.
+    var isGraphQLAcknowledged = false
+    var operations: [String: GraphQLOperationEvents] = [:]
+    var nextOperationID: UInt64 = 0
 
     /// Steps of this connection that failed (a group fails when one of its steps did).
     var failures = 0

@@ -102,6 +102,7 @@ extension FlowRun {
 
     /// Before the first step: socketio awaits its namespace connect within the handshake timeout.
     func presetHandshake(_ manager: isolated WebSocketManager) async -> FlowControl? {
+        if flow.scenario.preset == .graphqlWS { return await graphQLHandshake(manager) }
         guard flow.scenario.preset == .socketio, sessionID == nil else { return nil }
         let outcome = await wait(manager, until: clock.now.advanced(by: flow.scenario.handshakeTimeout),
                                  expecting: .handshake, onDeadline: .failed(.socketIOConnectError))
@@ -115,7 +116,7 @@ extension FlowRun {
         }
     }
 
-    /// emit, on (socketio); the graphql-ws steps are refused before the run (``FlowPlan/unsupportedReason``).
+    /// emit, on (socketio); query, subscribe, unsubscribe (graphql-ws).
     func presetStep(_ manager: isolated WebSocketManager, _ node: FlowNode) async -> FlowControl {
         let nameIndex = node.step.nameIndex
         switch node.step.action {
@@ -134,6 +135,8 @@ extension FlowRun {
             case .stopped: return .stopped
             case .closed, .elapsed: return .dropped
             }
+        case .query, .subscribe, .unsubscribe:
+            return await graphQLStep(manager, node)
         default:
             return .next
         }

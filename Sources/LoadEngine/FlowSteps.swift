@@ -111,9 +111,3 @@ extension FlowRun {
 
 }
 
-extension FlowPlan {
-    /// Why this build cannot run the flow, if it cannot.
-    var unsupportedReason: String? {
-        scenario.preset == .graphqlWS ? "protocol graphql-ws flows are not run by this build yet" : nil
-    }
-}

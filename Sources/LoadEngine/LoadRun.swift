@@ -389,7 +389,6 @@ package struct LoadRun: Sendable {
             let flow = scenario.websocket.flow.map {
                 FlowPlan($0, profile: profile, scenarioIndex: index, vuOffset: vuOffset)
             }
-            if let reason = flow?.unsupportedReason { throw LoadRunError(description: "scenarios[\(index)]: \(reason)") }
             return ScenarioPlan(index: index, scenario: scenario, url: url, configuration: configuration, filler: filler,
                                 stopBound: profile.gracefulStop, faults: faults, flow: flow)
         }

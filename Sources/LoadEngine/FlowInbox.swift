@@ -234,6 +234,12 @@ extension FlowRun {
             }
         }
         heartbeat?.cancel()
+        heartbeat = nil
+        if flow.scenario.preset == .socketio {
+            // A ping that came as the client was closing (on purpose, or stopped) cannot be answered any more.
+            ledger.check(.socketIOHeartbeatHeld, !isPingUnanswered || isClosingOnPurpose || isStopRequested, actor: history,
+                         "the connection ended with an Engine.IO ping of the server unanswered")
+        }
         if continuation != nil { resolve(.closed, serial: waitSerial) }
         latch.wake(id)
     }

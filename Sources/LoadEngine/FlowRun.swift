@@ -69,6 +69,11 @@ final class FlowRun: @unchecked Sendable {
     var nextAckID: UInt64 = 0
     var heartbeat: ScheduledTimer?
     var heartbeatInterval: Duration?
+    /// A server ping not yet answered (the heartbeat check at the connection's end).
+    var isPingUnanswered = false
+    /// Ack ids asked for, and answered, on this connection (the ack check).
+    var issuedAcks: Set<UInt64> = []
+    var answeredAcks: Set<UInt64> = []
     // graphql-ws: the acknowledgement and the operations by id.
     var isGraphQLAcknowledged = false
     var operations: [String: GraphQLOperationEvents] = [:]

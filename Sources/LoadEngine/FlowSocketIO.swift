@@ -22,7 +22,10 @@ extension FlowRun {
             armHeartbeat(manager, after: handshake.pingInterval + handshake.pingTimeout)
             await connectNamespace(manager)
         case .success(.ping(let data)):
+            isPingUnanswered = true
+            guard faults?.ignoresEngineIOPings() != true else { return }  // a fault: the ping stays unanswered
             do { try await manager.send(text: EngineIOPacket.pong(data).encoded) } catch { return }
+            isPingUnanswered = false
             recorder.messagesSent += 1
             if let interval = heartbeatInterval { armHeartbeat(manager, after: interval) }
         case .success(.message(let packet)):
@@ -55,9 +58,11 @@ extension FlowRun {
         heartbeatInterval = delay
         heartbeat?.cancel()
         let recorder = self.recorder
-        heartbeat = ScheduledTimer(on: loop, after: delay) {
+        heartbeat = ScheduledTimer(on: loop, after: delay) { [self] in
             manager.assumeIsolated { manager in
                 guard manager.state == .open else { return }
+                self.ledger.check(.socketIOHeartbeatHeld, false, actor: self.history,
+                                  "no Engine.IO ping from the server within pingInterval + pingTimeout")
                 recorder.recordError(EngineErrorCode.socketIOPingTimeout)
                 manager.abort(reason: "no Engine.IO ping within \(delay)")
             }
@@ -82,6 +87,8 @@ extension FlowRun {
             item.event = (name, .array(Array(arguments.dropFirst())))
             offer(item)
         case .success(.ack(let ns, let id, let arguments)) where ns == namespace:
+            ledger.check(.flowAckAnsweredOnce, issuedAcks.contains(id) && answeredAcks.insert(id).inserted,
+                         actor: history, "ack \(id) answered twice, or never asked for")
             guard case .ack(let awaited, let emit)? = want, awaited == id else { return }  // a late or unknown ack
             var scope = state
             let value = JSONValue.array(arguments)
@@ -154,7 +161,11 @@ extension FlowRun {
             }
         }
         let ackID: UInt64? = emit.ackWithin == nil ? nil : nextAckID
-        if ackID != nil { nextAckID &+= 1 }
+        if let ackID {
+            if faults?.reusesAckIDs() != true { nextAckID &+= 1 }
+            ledger.check(.flowAckAnsweredOnce, issuedAcks.insert(ackID).inserted, actor: history,
+                         "ack id \(ackID) asked for twice on one connection")
+        }
         let text = EngineIOPacket.message(
             SocketIOPacket.event(namespace: flow.scenario.namespace, ackID: ackID, arguments: arguments).encoded).encoded
         let sentAt = clock.now

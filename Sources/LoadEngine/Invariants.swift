@@ -40,6 +40,11 @@ package enum Invariant: String, Sendable, CaseIterable {
     case flowVariablesDefined = "flow.variables_defined"
     /// No inbound message is handed to a flow step after its connection closed.
     case flowNothingAfterClose = "flow.nothing_after_close"
+    /// socketio: every ack id an emit asks for is new on its connection, and each is answered at most once.
+    case flowAckAnsweredOnce = "flow.ack_answered_once"
+    /// socketio: every Engine.IO ping of the server is answered before the connection ends, and no connection
+    /// ends for a missing server ping.
+    case socketIOHeartbeatHeld = "socketio.heartbeat_held"
 }
 
 /// The oracle's ledger on one loop: confined to the loop's thread like `LoopRecorder`. A check on the hot
@@ -102,6 +107,8 @@ extension Invariant {
         case .flowExpectResolvedOnce: 14
         case .flowVariablesDefined: 15
         case .flowNothingAfterClose: 16
+        case .flowAckAnsweredOnce: 17
+        case .socketIOHeartbeatHeld: 18
         }
     }
 }

@@ -57,10 +57,16 @@ package protocol FlowFaults: Sendable {
     func sendsUndefinedTemplates() -> Bool
     /// Messages still in the inbox when the connection closed are handed to later expects. Honest: false.
     func scansInboxAfterClose() -> Bool
+    /// socketio: every emit asks for the same ack id. Honest: false.
+    func reusesAckIDs() -> Bool
+    /// socketio: the server's Engine.IO pings go unanswered. Honest: false.
+    func ignoresEngineIOPings() -> Bool
 }
 
 extension FlowFaults {
     package func keepsExpectTimerAfterMatch() -> Bool { false }
     package func sendsUndefinedTemplates() -> Bool { false }
     package func scansInboxAfterClose() -> Bool { false }
+    package func reusesAckIDs() -> Bool { false }
+    package func ignoresEngineIOPings() -> Bool { false }
 }

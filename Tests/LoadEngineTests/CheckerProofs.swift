@@ -35,6 +35,9 @@ enum RunShape: String, Sendable, Hashable, CaseIterable, CustomTestStringConvert
     case flowEcho
     /// 2 flow connections dropped by the server while a reply waits in their inbox (``FlowProofs``).
     case flowDropped
+    /// 2 socketio flow connections against python-socketio pinging every second: two acked echoes, then 3 s
+    /// across its heartbeat (``FlowProofs``).
+    case socketIOChat
 
     var testDescription: String { rawValue }
 
@@ -86,7 +89,7 @@ enum RunShape: String, Sendable, Hashable, CaseIterable, CustomTestStringConvert
                 {"name": "form", "kind": "upload", "connections": 1,
                  "transfer": {"size": "100000", "method": "POST", "multipart": true, "repeats": 2}}
                 """, duration: "30s", gracefulStop: "10s", faults: faults)
-        case .flowEcho, .flowDropped:
+        case .flowEcho, .flowDropped, .socketIOChat:
             return try await FlowProofs.run(self, faults: faults)
         }
     }

@@ -49,6 +49,10 @@ struct FaultSwitches: Sendable, Equatable {
     var sendUndefinedTemplates = false
     /// A flow's interpreter runs on after its connection closed, handing buffered messages to its steps.
     var runStepsAfterClose = false
+    /// socketio: every emit asks for ack id 0.
+    var reuseAckIDs = false
+    /// socketio: the server's Engine.IO pings go unanswered.
+    var ignoreEngineIOPings = false
 }
 
 extension FaultSwitches: ReconnectFaults {

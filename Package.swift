@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(name: "HistogramTests", dependencies: ["Crypto", "Histogram", "Runtime", "TestSupport"]),
         .testTarget(
             name: "LoadEngineTests",
-            dependencies: ["LoadEngine", "Clients", "Crypto", "EmbeddedServer", "JSON", "Profile", "Reporting", "Histogram", "Runtime", "RunHost", "TestSupport", "WSLoadCLI", "WebSocket"]
+            dependencies: ["LoadEngine", "Clients", "Crypto", "EmbeddedServer", "Flow", "JSON", "Profile", "Reporting", "Histogram", "Runtime", "RunHost", "TestSupport", "WSLoadCLI", "WebSocket"]
         ),
         .testTarget(name: "ClientsTests", dependencies: ["Clients", "Crypto", "EmbeddedServer", "Flow", "JSON", "Lifecycle", "Profile", "Runtime", "WebSocket", "TestSupport"]),
         .testTarget(name: "WebSocketTests", dependencies: ["WebSocket", "Crypto"]),

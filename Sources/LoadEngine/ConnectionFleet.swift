@@ -27,7 +27,7 @@ struct ConnectionFleet {
         self.loops = loops
         self.random = random
         self.running = running
-        recorders = plans.map { _ in loops.map { _ in LoopRecorder() } }
+        recorders = plans.map { plan in loops.map { _ in LoopRecorder(flow: plan.flow) } }
         latches = loops.map { _ in StopLatch() }
         ledgers = loops.map { _ in InvariantLedger() }
         active = plans.map { _ in [] }
@@ -56,6 +56,7 @@ struct ConnectionFleet {
         while active[index].count < step.peak {
             let id = nextID
             nextID += 1
+            let connection = everStarted[index]
             let loopIndex = id % loops.count
             let loop = loops[loopIndex]
             active[index].append(id)
@@ -72,7 +73,7 @@ struct ConnectionFleet {
                     await user.run()
                 } else {
                     var user = VirtualUser(id: id, plan: plan, loop: loop, recorder: recorder, latch: latch, ledger: ledger,
-                                           random: userRandom)
+                                           random: userRandom, connection: connection)
                     await user.run()
                 }
                 running.ended()

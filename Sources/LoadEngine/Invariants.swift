@@ -34,6 +34,17 @@ package enum Invariant: String, Sendable, CaseIterable {
     case stopWithinBound = "cancellation.stopped_within_bound"
     /// Once a connection has ended (`.disconnected`), nothing more comes from it.
     case nothingAfterDisconnect = "events.none_after_disconnected"
+    /// Every flow wait (expect, think, pacing) ends exactly once: matched, timed out, stopped or closed.
+    case flowExpectResolvedOnce = "flow.expect_resolved_once"
+    /// No flow message is sent built from a template naming an undefined variable or feeder column.
+    case flowVariablesDefined = "flow.variables_defined"
+    /// No inbound message is handed to a flow step after its connection closed.
+    case flowNothingAfterClose = "flow.nothing_after_close"
+    /// socketio: every ack id an emit asks for is new on its connection, and each is answered at most once.
+    case flowAckAnsweredOnce = "flow.ack_answered_once"
+    /// socketio: every Engine.IO ping of the server is answered before the connection ends, and no connection
+    /// ends for a missing server ping.
+    case socketIOHeartbeatHeld = "socketio.heartbeat_held"
 }
 
 /// The oracle's ledger on one loop: confined to the loop's thread like `LoopRecorder`. A check on the hot
@@ -93,6 +104,11 @@ extension Invariant {
         case .closeAccounted: 11
         case .stopWithinBound: 12
         case .nothingAfterDisconnect: 13
+        case .flowExpectResolvedOnce: 14
+        case .flowVariablesDefined: 15
+        case .flowNothingAfterClose: 16
+        case .flowAckAnsweredOnce: 17
+        case .socketIOHeartbeatHeld: 18
         }
     }
 }

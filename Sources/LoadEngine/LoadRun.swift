@@ -384,8 +384,13 @@ package struct LoadRun: Sendable {
                 case .query(let name): configuration.authentication = .query(name: name, token: token)
                 }
             }
+            // A flow's `${vu}` numbers connections as the unsharded run would: this slice starts at its offset.
+            let vuOffset = shard.map { self.profile.scenarios[index].websocket.connections * $0.index / $0.count } ?? 0
+            let flow = scenario.websocket.flow.map {
+                FlowPlan($0, profile: profile, scenarioIndex: index, vuOffset: vuOffset)
+            }
             return ScenarioPlan(index: index, scenario: scenario, url: url, configuration: configuration, filler: filler,
-                                stopBound: profile.gracefulStop, faults: faults)
+                                stopBound: profile.gracefulStop, faults: faults, flow: flow)
         }
     }
 }

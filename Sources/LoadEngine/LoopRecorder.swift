@@ -47,6 +47,37 @@ final class LoopRecorder: @unchecked Sendable {
     var errors: [String: UInt64] = [:]
     /// Connections open now (a gauge: never reset).
     var liveConnections = 0
+    /// Flow scenarios: per step name (``FlowScenario/stepNames`` order, a step's `nameIndex`), so a message costs
+    /// an array index, never a string hash.
+    let flowStepNames: [String]
+    var flowSteps: [Histogram]
+    var flowFirstResults: [Histogram]
+    var flowStepErrors: [UInt64]
+    /// Per ``FlowPlan/pushedTypes`` slot (the classify types, then `other`).
+    let flowPushedTypes: [String]
+    var flowPushed: [UInt64]
+    /// socketio events outside an `on`, by event name, when the scenario has no `classify`.
+    var flowPushedEvents: [String: UInt64] = [:]
+    var flowSkipped: UInt64 = 0
+    var flowCompleted: UInt64 = 0
+    var flowIterations: UInt64 = 0
+    var flowIterationsMissed: UInt64 = 0
+
+    init(flow: FlowPlan? = nil) {
+        flowStepNames = flow?.scenario.stepNames ?? []
+        flowSteps = flowStepNames.map { _ in Histogram() }
+        flowFirstResults = flowSteps
+        flowStepErrors = flowStepNames.map { _ in 0 }
+        flowPushedTypes = flow?.pushedTypes ?? []
+        flowPushed = flowPushedTypes.map { _ in 0 }
+    }
+
+    /// A flow step failed: its code in `errors`, and the step's own counter when it has a name.
+    func recordStepError(_ code: EngineErrorCode, step nameIndex: Int?) {
+        recordError(code)
+        if let nameIndex { flowStepErrors[nameIndex] &+= 1 }
+    }
+
     /// Reconnect attempts and unintended drops per 100 ms of the loop clock (for storm peaks).
     var reconnectsByTick: [UInt64: UInt64] = [:]
     var dropsByTick: [UInt64: UInt64] = [:]
@@ -82,6 +113,8 @@ final class LoopRecorder: @unchecked Sendable {
         (.transfersFailed, \.transfersFailed), (.transferRetries, \.transferRetries),
         (.transferResumes, \.transferResumes), (.transferRestarts, \.transferRestarts),
         (.transferBytesReceived, \.transferBytesReceived), (.transferBytesSent, \.transferBytesSent),
+        (.flowSkipped, \.flowSkipped), (.flowCompleted, \.flowCompleted), (.flowIterations, \.flowIterations),
+        (.flowIterationsMissed, \.flowIterationsMissed),
     ]
 
     /// A client's task is ending: if the run (or a ramp-down) had stopped it, how long it took, checked
@@ -105,6 +138,7 @@ final class LoopRecorder: @unchecked Sendable {
             metrics[counter: metric] = self[keyPath: keyPath]
             self[keyPath: keyPath] = 0
         }
+        takeFlowSnapshot(into: &metrics)
         for (status, count) in statuses { metrics.counters[MetricFamily.httpStatus.name(status)] = count }
         statuses = [:]
         metrics.disconnects = disconnects
@@ -117,6 +151,32 @@ final class LoopRecorder: @unchecked Sendable {
         }
         return RecorderSnapshot(metrics: metrics, liveConnections: liveConnections, reconnectsByTick: reconnectsByTick,
                                 dropsByTick: dropsByTick)
+    }
+}
+
+extension LoopRecorder {
+    /// Writes the per-step arrays under their family names and restarts them from zero.
+    private func takeFlowSnapshot(into metrics: inout MetricSet) {
+        for (index, name) in flowStepNames.enumerated() {
+            if flowSteps[index].totalCount > 0 {
+                metrics.histograms[MetricFamily.flowStep.name(name)] = flowSteps[index]
+                flowSteps[index] = Histogram()
+            }
+            if flowFirstResults[index].totalCount > 0 {
+                metrics.histograms[MetricFamily.flowFirstResult.name(name)] = flowFirstResults[index]
+                flowFirstResults[index] = Histogram()
+            }
+            if flowStepErrors[index] > 0 {
+                metrics.counters[MetricFamily.flowStepErrors.name(name)] = flowStepErrors[index]
+                flowStepErrors[index] = 0
+            }
+        }
+        for (index, type) in flowPushedTypes.enumerated() where flowPushed[index] > 0 {
+            metrics.counters[MetricFamily.flowPushed.name(type), default: 0] += flowPushed[index]
+            flowPushed[index] = 0
+        }
+        for (event, count) in flowPushedEvents { metrics.counters[MetricFamily.flowPushed.name(event), default: 0] += count }
+        flowPushedEvents = [:]
     }
 }
 

@@ -15,12 +15,15 @@ package struct RunFaults: Sendable {
     package var run: (any RunLevelFaults)?
     /// Every WebSocket client the run makes (``WebSocketManager``).
     package var client: (any WebSocketClientFaults)?
+    /// Flow connections' interpreters (``FlowRun``).
+    package var flow: (any FlowFaults)?
 
     package init(
         reconnect: (any ReconnectFaults)? = nil, messages: (any MessageFaults)? = nil,
         transfers: (any TransferFaults)? = nil, run: (any RunLevelFaults)? = nil,
-        client: (any WebSocketClientFaults)? = nil
+        client: (any WebSocketClientFaults)? = nil, flow: (any FlowFaults)? = nil
     ) {
+        self.flow = flow
         self.reconnect = reconnect
         self.messages = messages
         self.transfers = transfers
@@ -30,7 +33,7 @@ package struct RunFaults: Sendable {
 
     /// Whether no area is bent (a real run).
     package var isHonest: Bool {
-        reconnect == nil && messages == nil && transfers == nil && run == nil && client == nil
+        reconnect == nil && messages == nil && transfers == nil && run == nil && client == nil && flow == nil
     }
 }
 
@@ -43,4 +46,27 @@ package protocol RunLevelFaults: Sendable {
 
 extension RunLevelFaults {
     package func handlesWillBeCounted(on loops: [EventLoop]) async -> (@Sendable () -> Void)? { nil }
+}
+
+/// Where a flow connection's interpreter can be bent, for the oracle's flow proofs. Asked per step or per wait,
+/// never per message; the defaults are the honest interpreter.
+package protocol FlowFaults: Sendable {
+    /// An expect's timer stays armed after its message matched, and fires into whatever waits then. Honest: false.
+    func keepsExpectTimerAfterMatch() -> Bool
+    /// A template naming an undefined variable sends the message anyway (without the value). Honest: false.
+    func sendsUndefinedTemplates() -> Bool
+    /// Messages still in the inbox when the connection closed are handed to later expects. Honest: false.
+    func scansInboxAfterClose() -> Bool
+    /// socketio: every emit asks for the same ack id. Honest: false.
+    func reusesAckIDs() -> Bool
+    /// socketio: the server's Engine.IO pings go unanswered. Honest: false.
+    func ignoresEngineIOPings() -> Bool
+}
+
+extension FlowFaults {
+    package func keepsExpectTimerAfterMatch() -> Bool { false }
+    package func sendsUndefinedTemplates() -> Bool { false }
+    package func scansInboxAfterClose() -> Bool { false }
+    package func reusesAckIDs() -> Bool { false }
+    package func ignoresEngineIOPings() -> Bool { false }
 }

@@ -22,9 +22,12 @@ final class ScenarioPlan: Sendable {
     /// The seams a test bends (empty in real runs). Here, not in each connection: the plan is shared, so an
     /// honest run pays nothing per connection for them.
     let faults: RunFaults
+    /// For flow scenarios: the steps made ready to run.
+    let flow: FlowPlan?
 
     init(index: Int, scenario: Scenario, url: WebSocketURL, configuration: WebSocketClientConfiguration, filler: [UInt8],
-         transfer: TransferPlan? = nil, stopBound: Duration, faults: RunFaults = RunFaults()) {
+         transfer: TransferPlan? = nil, stopBound: Duration, faults: RunFaults = RunFaults(), flow: FlowPlan? = nil) {
+        self.flow = flow
         self.stopBound = stopBound
         self.faults = faults
         self.index = index
@@ -84,7 +87,7 @@ struct VirtualUser {
     var random: SeededRandomNumberGenerator
     let clock = LoopClock()
     /// Created when the actor starts (on its loop).
-    private var history: ActorHistory!
+    private(set) var history: ActorHistory!
     private var startedAt: LoopClock.Instant
     /// Decides every connect, backoff and give-up; the checkers read its transitions.
     private var lifecycle: ConnectionLifecycle
@@ -102,11 +105,17 @@ struct VirtualUser {
     /// This actor's connections that have opened and were not yet seen closed: the one-live-connection
     /// checker counts them by their own state, not by how this loop means to use them.
     private var openedConnections: [WebSocketManager] = []
+    /// The actor's number among its scenario's connections, in start order (a flow's `${vu}`, after its
+    /// shard's offset).
+    let connection: Int
+    /// A flow scenario's per-client state (captures, marks, feeder rows), kept across reconnects.
+    private var flowState: FlowState?
 
     init(
         id: Int, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder, latch: StopLatch, ledger: InvariantLedger,
-        random: SeededRandomNumberGenerator
+        random: SeededRandomNumberGenerator, connection: Int = 0
     ) {
+        self.connection = connection
         self.id = id
         self.plan = plan
         self.loop = loop
@@ -118,11 +127,17 @@ struct VirtualUser {
         lifecycle = ConnectionLifecycle(policy: Self.lifecyclePolicy(plan))
     }
 
-    enum Ending { case stopped, finished, dropped }
+    enum Ending {
+        case stopped, finished, dropped
+        /// A flow's `reconnect` step closed the connection on purpose: a new one follows at once, outside the
+        /// reconnect policy.
+        case reconnectRequested
+    }
 
     mutating func run() async {
         startedAt = clock.now
         history = ActorHistory(id: id, scenario: plan.scenario.name, start: startedAt)
+        if let flow = plan.flow { flowState = FlowState(vu: flow.vuOffset + connection, plan: flow, random: random.split()) }
         defer {
             recorder.recordEnd(of: id, latch: latch, ledger: ledger, history: history, bound: plan.stopBound)
             latch.remove(id)
@@ -184,7 +199,12 @@ struct VirtualUser {
         if isReconnect { reconnectsSinceSuccess += 1 }
         ledger.checkConnectAttempt(isStopped: latch.isStopped(id), reconnect: isReconnect ? reconnectsSinceSuccess : nil,
                                    maximumAttempts: plan.websocket.reconnect?.maximumAttempts, actor: history)
-        let manager = WebSocketManager(url: plan.url, configuration: plan.configuration, loop: loop)
+        var url = plan.url
+        var configuration = plan.configuration
+        if let flow = plan.flow, let flowState {
+            guard flowHandshake(flow, state: flowState, url: &url, configuration: &configuration) else { return .none }
+        }
+        let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
         recorder.connectAttempts += 1
         if isReconnect {
             recorder.reconnects += 1
@@ -262,6 +282,11 @@ struct VirtualUser {
         case .stopped: _ = advance(.stopRequested)  // drive closed it gracefully already
         case .finished: _ = advance(.finished)
         case .dropped: break
+        case .reconnectRequested:
+            // Intentional: the lifecycle sees this connection finish, and a fresh one starts (no backoff, no
+            // reconnect count), unless the run stopped the actor meanwhile.
+            _ = advance(.finished)
+            return latch.isStopped(id) ? .none : forgetLifecycle()
         }
         switch lifecycle.state {
         case .open: return advance(.dropped)
@@ -335,6 +360,7 @@ struct VirtualUser {
 
     /// Runs the pattern on an open connection until it ends; closes it gracefully when stopped.
     private mutating func drive(_ manager: WebSocketManager) async -> Ending {
+        if let flow = plan.flow, let flowState { return await driveFlow(manager, flow: flow, state: flowState) }
         let connection = ConnectionRun(
             id: id, plan: plan, recorder: recorder, latch: latch, random: random.split(), loop: loop, ledger: ledger,
             history: history)

@@ -169,6 +169,18 @@ extension Metric {
         "ws.unfinished_at_stop", .counter, .count, .run, "connections cancelled after gracefulStop",
         when: "a client did not end within gracefulStop",
         notThresholdable: "it is counted in the run's total only, after the last interval")
+    package static let flowSkipped = Metric(
+        "flow.skipped", .counter, .count, .websocket, "non-matching messages a flow's expect skipped on its way to a match",
+        when: "flow scenarios whose server sends messages an expect does not want")
+    package static let flowCompleted = Metric(
+        "flow.completed", .counter, .count, .websocket, "connections whose flow steps ran to the end",
+        when: "flow scenarios")
+    package static let flowIterations = Metric(
+        "flow.iterations", .counter, .count, .websocket, "flow loop iterations started", when: "flow scenarios with a loop")
+    package static let flowIterationsMissed = Metric(
+        "flow.iterations_missed", .counter, .count, .websocket,
+        "paced flow loop: iteration start times that passed while the previous iteration still ran",
+        when: "a paced loop fell behind its rate")
     package static let transfersStarted = Metric(
         "http.transfers_started", .counter, .count, .transfer, "transfer tasks started (a resumed download is one task)")
     package static let transfersCompleted = Metric(
@@ -238,6 +250,7 @@ package enum MetricCatalog {
         .stopDuration, .timeToFirstByte, .transferDuration, .throughput,
         .connectAttempts, .connectionsOpened, .messagesSent, .messagesReceived, .bytesSent, .bytesReceived,
         .reconnects, .messagesLost, .messagesDropped, .messagesScheduled, .messagesMissed, .unfinishedAtStop,
+        .flowSkipped, .flowCompleted, .flowIterations, .flowIterationsMissed,
         .transfersStarted, .transfersCompleted, .transfersFailed, .transferRetries, .transferResumes,
         .transferRestarts, .transferBytesReceived, .transferBytesSent,
         .disconnects, .errors,
@@ -285,4 +298,32 @@ package enum EngineErrorCode: String, Sendable, CaseIterable {
     case typedUndecodable = "typed_undecodable"
     /// A pushed message whose sequence is more than 2^20 ahead of the one due: no honest stream's gap.
     case pushMismatch = "push_mismatch"
+    /// A flow `expect` (or socketio `on`) saw no matching message within its `within`.
+    case expectTimeout = "expect_timeout"
+    /// A flow `expect` skipped more non-matching messages than its `skip` limit allows.
+    case expectSkipLimit = "expect_skip_limit"
+    /// A flow step matched a message, but one of its captures found nothing at its path or group.
+    case captureMissing = "capture_missing"
+    /// A flow template named a variable (or feeder column) with no value when it was expanded.
+    case templateUndefined = "template_undefined"
+    /// A socketio `emit` with `ack: true` got no ack (or no matching one) within its `within`.
+    case ackTimeout = "ack_timeout"
+    /// A flow `ping` step got no pong within its `within`.
+    case pingTimeout = "ping_timeout"
+    /// socketio: the namespace connect was refused (CONNECT_ERROR) or did not come within the timeout.
+    case socketIOConnectError = "socketio_connect_error"
+    /// socketio: no Engine.IO ping from the server within pingInterval + pingTimeout (a dead server).
+    case socketIOPingTimeout = "socketio_ping_timeout"
+    /// socketio: a malformed Engine.IO or Socket.IO packet from the server.
+    case socketIOProtocol = "socketio_protocol"
+    /// socketio: a binary event or ack (attachments), which wsload refuses.
+    case socketIOBinaryUnsupported = "socketio_binary_unsupported"
+    /// graphql-ws: no `connection_ack` within the handshake timeout.
+    case graphQLAckTimeout = "graphql_ack_timeout"
+    /// graphql-ws: an `error` message, or `errors` in a result.
+    case graphQLError = "graphql_error"
+    /// graphql-ws: a malformed message, an unknown id, or a `next` after `complete`.
+    case graphQLProtocol = "graphql_protocol"
+    /// graphql-ws: the server's 101 chose no subprotocol where `graphql-transport-ws` was offered and required.
+    case subprotocolRefused = "subprotocol_refused"
 }

@@ -30,6 +30,14 @@ enum RunShape: String, Sendable, Hashable, CaseIterable, CustomTestStringConvert
     case uploads
     /// 1 upload slot, 2 multipart uploads.
     case multipartUploads
+    /// 2 flow connections: a templated send, an expect, a think past the expect's `within`, a send naming an
+    /// undefined variable (``FlowProofs``).
+    case flowEcho
+    /// 2 flow connections dropped by the server while a reply waits in their inbox (``FlowProofs``).
+    case flowDropped
+    /// 2 socketio flow connections against python-socketio pinging every second: two acked echoes, then 3 s
+    /// across its heartbeat (``FlowProofs``).
+    case socketIOChat
 
     var testDescription: String { rawValue }
 
@@ -81,6 +89,8 @@ enum RunShape: String, Sendable, Hashable, CaseIterable, CustomTestStringConvert
                 {"name": "form", "kind": "upload", "connections": 1,
                  "transfer": {"size": "100000", "method": "POST", "multipart": true, "repeats": 2}}
                 """, duration: "30s", gracefulStop: "10s", faults: faults)
+        case .flowEcho, .flowDropped, .socketIOChat:
+            return try await FlowProofs.run(self, faults: faults)
         }
     }
 }
@@ -182,5 +192,5 @@ struct CheckerProof: Sendable, CustomTestStringConvertible {
               on: .interruptedDownloads, details: ["left behind after download", "temporary files left in"], count: 8),
         .init(.transferNoTemporaryFiles, "multipart bodies left behind", \.keepMultipartBody, on: .multipartUploads,
               details: ["multipart body left behind", "temporary files left in"], count: 4),
-    ]
+    ] + FlowProofs.all
 }

@@ -43,6 +43,16 @@ struct FaultSwitches: Sendable, Equatable {
     var corruptPartialFile = false
     /// Leave each multipart upload's temporary body file behind.
     var keepMultipartBody = false
+    /// A flow expect's timer stays armed after its match and fires into the next wait.
+    var keepExpectTimer = false
+    /// A flow message naming an undefined variable is sent anyway, without the value.
+    var sendUndefinedTemplates = false
+    /// A flow's interpreter runs on after its connection closed, handing buffered messages to its steps.
+    var runStepsAfterClose = false
+    /// socketio: every emit asks for ack id 0.
+    var reuseAckIDs = false
+    /// socketio: the server's Engine.IO pings go unanswered.
+    var ignoreEngineIOPings = false
 }
 
 extension FaultSwitches: ReconnectFaults {
@@ -141,7 +151,7 @@ extension RunFaults {
             return
         }
         self.init(reconnect: switches, messages: switches, transfers: switches, run: switches,
-                  client: ClientFaultSwitches(switches))
+                  client: ClientFaultSwitches(switches), flow: switches)
     }
 }
 

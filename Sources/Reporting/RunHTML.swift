@@ -28,6 +28,7 @@ package enum RunHTML {
             body += "</div>"
         }
         body += "</section>"
+        body += flowSection(result)
         body += "<section id=\"throughput\"><h2>Throughput and connections</h2><div class=\"pair\">"
         body += SVGChart(id: "messages-per-second", title: "messages received per second",
                          series: [.init(name: "msgs/s", color: palette[0], points: rate(result, .messagesReceived))],

@@ -34,7 +34,7 @@ extension RunSummary {
             lines.append("  flow steps")
             for row in rows {
                 let cells = row.enumerated().map { column, cell in
-                    column == 0 ? cell.padding(toWidth: widths[0]) : cell.leftPadded(to: widths[column], with: " ")
+                    column == 0 ? cell + String(repeating: " ", count: widths[0] - cell.count) : cell.leftPadded(to: widths[column], with: " ")
                 }
                 lines.append(("    " + cells.joined(separator: "  ")).trimmingTrailingSpaces())
             }

@@ -185,10 +185,14 @@ struct MetricCatalogTests {
         for match in quoted.matches(in: prose, range: NSRange(prose.startIndex..., in: prose)) {
             guard let range = Range(match.range(at: 1), in: prose) else { continue }
             let word = String(prose[range])
-            if word.hasPrefix("ws.") || word.hasPrefix("http.") || word == Metric.errors.name { documented.insert(word) }
+            if word.hasPrefix("ws.") || word.hasPrefix("http.") || word.hasPrefix("flow.") || word == Metric.errors.name {
+                documented.insert(word)
+            }
         }
         let catalogued = Set(MetricCatalog.all.map(\.name) + MetricCatalog.families.map(\.documentedName))
-        #expect(documented.subtracting(catalogued).sorted() == [], "documented but not in the catalogue")
+        // The flow counters issue 14's engine declares (documented ahead of it): harmless once they are catalogued.
+        let announced: Set = ["flow.skipped", "flow.completed", "flow.iterations", "flow.iterations_missed"]
+        #expect(documented.subtracting(catalogued).subtracting(announced).sorted() == [], "documented but not in the catalogue")
         #expect(catalogued.subtracting(documented).sorted() == [], "in the catalogue but not documented")
         // The engine's own error codes are listed where the report's `errors` are described.
         for code in EngineErrorCode.allCases {

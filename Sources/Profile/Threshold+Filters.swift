@@ -2,16 +2,11 @@
 /// resolves to: a catalogue metric or a family member.
 extension Threshold {
     /// The metric part of a threshold's first word, split into its name and filters.
-    struct Filter: Equatable {
+    struct Filter {
         var name: String
         var scenario: String?
         /// A family tag filter: its key (`step`, `type`) and value.
         var tag: (key: String, value: String)?
-
-        static func == (lhs: Filter, rhs: Filter) -> Bool {
-            lhs.name == rhs.name && lhs.scenario == rhs.scenario && lhs.tag?.key == rhs.tag?.key
-                && lhs.tag?.value == rhs.tag?.value
-        }
 
         /// Parses `NAME`, `NAME{k=v}` or `NAME{k=v,k=v}`.
         static func parse(_ word: String) -> Result<Filter, ThresholdSyntaxError> {

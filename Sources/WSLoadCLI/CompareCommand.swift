@@ -19,6 +19,8 @@ enum CompareCommand: Subcommand {
         their intervals (so a change is weighed against how much the figure moved within each run); for
         reports without an interval series, a bootstrap over the HDR histograms and Poisson/binomial tests.
         Not significant shows as ~. Repeated runs give the firmest verdict.
+        Flow steps show as flow.step{step=X} p50 and p99 and their error rate errors{step=X}; a step only
+        one side has shows as added or removed (never a regression).
 
         Exits 5 if a significant change is worse than a budget. Default budgets: ws.message_rtt p50 +10%,
         ws.message_rtt p99 +10%, ws.connect p99 +25%, ws.messages_received per_second -10%.

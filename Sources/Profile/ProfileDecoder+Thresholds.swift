@@ -2,7 +2,8 @@ import JSON
 
 /// The thresholds and their references to scenarios.
 extension ProfileReader {
-    mutating func thresholds(_ value: JSONValue?, scenarioNames: Set<String>) -> [Threshold] {
+    mutating func thresholds(_ value: JSONValue?, scenarios: [Scenario]) -> [Threshold] {
+        let scenarioNames = Set(scenarios.map(\.name))
         guard let list = array(value, "thresholds") else { return [] }
         var thresholds: [Threshold] = []
         for (index, element) in list.enumerated() {
@@ -29,6 +30,10 @@ extension ProfileReader {
                 if let scenario = threshold.scenario, !scenarioNames.contains(scenario) {
                     problem(path, "no scenario is named \"\(scenario)\"",
                             hint: suggestion(for: scenario, among: scenarioNames.sorted()))
+                    continue
+                }
+                if let error = threshold.unknownStep(in: scenarios) {
+                    problem(path, error.message, hint: error.hint)
                     continue
                 }
                 threshold.abortOnFail = abortOnFail

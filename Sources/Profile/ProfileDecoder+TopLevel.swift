@@ -51,7 +51,7 @@ extension ProfileReader {
                 problem("scenarios[\(index)].name", "\"\(scenario.name)\" names two scenarios", hint: "names must be unique")
             }
         }
-        let thresholds = self.thresholds(root["thresholds"], scenarioNames: Set(scenarios.map(\.name)))
+        let thresholds = self.thresholds(root["thresholds"], scenarios: scenarios)
         let chaos = self.chaos(root["chaos"], target: target, duration: duration)
         let report = reportOptions(root["report"])
         if case .embedded? = target, tls.caFile != nil || tls.serverName != nil {

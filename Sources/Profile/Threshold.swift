@@ -1,5 +1,7 @@
-/// A pass/fail criterion on a metric, written `METRIC[{scenario=NAME}] STATISTIC OP VALUE`, e.g.
-/// `ws.message_rtt p99 < 50ms`, `errors rate < 0.1%`, `ws.connect{scenario=chat} p95 < 200ms`.
+/// A pass/fail criterion on a metric, written `METRIC[{FILTER,...}] STATISTIC OP VALUE`, e.g.
+/// `ws.message_rtt p99 < 50ms`, `errors rate < 0.1%`, `ws.connect{scenario=chat} p95 < 200ms`, and for a
+/// tagged family `flow.step{step=join} p99 < 50ms`, `flow.pushed{type=said} count > 0`, `errors{step=join} rate < 1%`
+/// (filters `scenario=` and the family's tag, in any order).
 package struct Threshold: Sendable, Equatable {
     /// What a threshold asks of its metric: a percentile, a summary figure, a count, a rate.
     package enum Statistic: Sendable, Equatable, CustomStringConvertible {
@@ -7,7 +9,8 @@ package struct Threshold: Sendable, Equatable {
         case mean, minimum, maximum, standardDeviation, count
         /// Per second of run time.
         case perSecond
-        /// Errors per operation (connection attempts plus messages sent), a fraction.
+        /// Errors per operation (connection attempts plus messages sent), a fraction; for `errors{step=NAME}`, the
+        /// step's failures per execution (failures / (successes + failures)).
         case rate
 
         package var description: String {
@@ -43,9 +46,16 @@ package struct Threshold: Sendable, Equatable {
 
     /// The expression as written.
     package var expression: String
+    /// The metric checked: a catalogue metric, or for a family filter (`flow.step{step=join}`) the member
+    /// (`flow.step.join`, with the family's kind and unit). `errors{step=NAME}` keeps ``Metric/errors`` and sets
+    /// ``family`` to ``MetricFamily/flowStepErrors``.
     package var metric: Metric
     /// Restricts the metric to one scenario; nil: all scenarios together.
     package var scenario: String?
+    /// The family whose member the threshold names, with ``tag`` its tag value; nil for a catalogue metric.
+    package var family: MetricFamily?
+    /// The family tag's value: a step name or a `flow.pushed` type.
+    package var tag: String?
     package var statistic: Statistic
     package var comparison: Comparison
     /// The limit in the metric's unit: microseconds for latencies, a fraction for rates, a plain number
@@ -63,26 +73,18 @@ package struct Threshold: Sendable, Equatable {
                 message: "\"\(text)\" is not a threshold",
                 hint: "write METRIC STATISTIC OP VALUE, e.g. \"\(example)\" or \"\(Metric.errors.name) rate < 0.1%\""))
         }
-        var name = words[0]
-        var scenario: String?
-        if let brace = name.firstIndex(of: "{") {
-            let tag = name[brace...]
-            guard tag.hasPrefix("{scenario="), tag.hasSuffix("}"), tag.count > "{scenario=}".count else {
-                return .failure(ThresholdSyntaxError(
-                    message: "\"\(tag)\" is not a metric filter", hint: "the only filter is {scenario=NAME}"))
-            }
-            scenario = String(tag.dropFirst("{scenario=".count).dropLast())
-            name = String(name[..<brace])
+        let filter: Filter
+        switch Filter.parse(words[0]) {
+        case .failure(let error): return .failure(error)
+        case .success(let parsed): filter = parsed
         }
-        let names = MetricCatalog.thresholdable.map(\.name)
-        guard let metric = MetricCatalog.metric(named: name), metric.isThresholdable else {
-            if let reason = MetricCatalog.metric(named: name)?.notThresholdable ?? MetricCatalog.family(of: name)?.notThresholdable {
-                return .failure(ThresholdSyntaxError(
-                    message: "\(name) cannot be a threshold: \(reason)", hint: "metrics: " + names.joined(separator: ", ")))
-            }
-            return .failure(ThresholdSyntaxError(
-                message: "unknown metric \"\(name)\"",
-                hint: suggestion(for: name, among: names) ?? "metrics: " + names.joined(separator: ", ")))
+        let name = filter.name
+        let scenario = filter.scenario
+        let metric: Metric
+        var family: MetricFamily?
+        switch resolve(name, tag: filter.tag) {
+        case .failure(let error): return .failure(error)
+        case .success(let resolved): (metric, family) = resolved
         }
         let kind = metric.kind
         guard let statistic = parseStatistic(words[1]) else {
@@ -92,7 +94,7 @@ package struct Threshold: Sendable, Equatable {
         }
         guard kind.allows(statistic) else {
             return .failure(ThresholdSyntaxError(
-                message: "\(metric) has no statistic \"\(words[1])\"", hint: "use " + kind.statistics.joined(separator: ", ")))
+                message: "\(name) has no statistic \"\(words[1])\"", hint: "use " + kind.statistics.joined(separator: ", ")))
         }
         guard let comparison = Comparison(rawValue: words[2]) else {
             return .failure(ThresholdSyntaxError(message: "\"\(words[2])\" is not a comparison", hint: "use <, <=, > or >="))
@@ -127,9 +129,12 @@ package struct Threshold: Sendable, Equatable {
             }
             limit = Double(duration.microseconds)
         }
-        return .success(Threshold(
+        var threshold = Threshold(
             expression: text, metric: metric, scenario: scenario, statistic: statistic, comparison: comparison,
-            limit: limit))
+            limit: limit)
+        threshold.family = family
+        threshold.tag = filter.tag?.value
+        return .success(threshold)
     }
 
     private static func parseStatistic(_ word: String) -> Statistic? {

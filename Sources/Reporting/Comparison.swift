@@ -43,6 +43,8 @@ struct Sample {
     var errors: Double = 0
     var operations: Double = 0
     var seconds: Double = 0
+    /// `flow.step_errors.<step>` by step.
+    var stepErrors: [String: Double] = [:]
 
     init() {}
 
@@ -53,6 +55,9 @@ struct Sample {
         // Unlike the report's error rate, compare leaves transfers out of the operations (kept as it was).
         operations = Double(metrics.counter(.connectAttempts)) + Double(metrics.counter(.messagesSent))
         self.seconds = seconds
+        for step in metrics.tags(of: .flowStepErrors) {
+            stepErrors[step] = Double(metrics.counter(MetricFamily.flowStepErrors.name(step)))
+        }
     }
 
     mutating func add(_ other: Sample) {
@@ -65,6 +70,13 @@ struct Sample {
         errors += other.errors
         operations += other.operations
         seconds += other.seconds
+        for (step, count) in other.stepErrors { stepErrors[step, default: 0] += count }
+    }
+
+    /// A flow step's failures and executions (successes in `flow.step.<step>` plus failures).
+    func stepExecutions(_ step: String) -> (failures: Double, executions: Double) {
+        let failures = stepErrors[step] ?? 0
+        return (failures, failures + Double(histograms[MetricFamily.flowStep.name(step)]?.totalCount ?? 0))
     }
 
     var throughput: Double { seconds > 0 ? received / seconds : 0 }
@@ -75,6 +87,8 @@ struct Sample {
 package struct ComparisonRow: Sendable {
     /// Which way of change is an improvement.
     package enum Direction: Sendable { case lowerIsBetter, higherIsBetter }
+    /// Whether both sides have the metric: a flow step one side's profile lacks is added or removed, not compared.
+    package enum Presence: String, Sendable { case both, added, removed }
 
     package var metric: String
     package var statistic: String
@@ -85,11 +99,14 @@ package struct ComparisonRow: Sendable {
     package var pValue: Double
     package var test: String
     package var direction: Direction
+    /// `added`/`removed` rows carry the figure of the side that has it (the other is 0) and are never significant.
+    package var presence: Presence = .both
 
     package init(
         metric: String, statistic: String, unit: String, base: Double, head: Double, pValue: Double, test: String,
-        direction: Direction
+        direction: Direction, presence: Presence = .both
     ) {
+        self.presence = presence
         self.metric = metric
         self.statistic = statistic
         self.unit = unit
@@ -102,7 +119,7 @@ package struct ComparisonRow: Sendable {
 
     /// head vs base in percent; nil when base is 0.
     package var changePercent: Double? { base == 0 ? (head == 0 ? 0 : nil) : (head - base) / base * 100 }
-    package func isSignificant(alpha: Double) -> Bool { pValue < alpha }
+    package func isSignificant(alpha: Double) -> Bool { presence == .both && pValue < alpha }
     /// A significant change in the bad direction.
     package func isWorse(alpha: Double) -> Bool {
         guard isSignificant(alpha: alpha) else { return false }
@@ -125,8 +142,23 @@ package enum Comparator {
         var unit: String
         var direction: ComparisonRow.Direction
         var isHistogram = false
+        /// For a proportion (a step's error rate): its events and trials, for the binomial test.
+        var proportion: ((Sample) -> (Double, Double))?
         var compute: (Sample) -> Double?
     }
+
+    /// The percentiles compared for a flow step (30 steps × 5 statistics would bury the other rows).
+    static let flowPercentiles: [(name: String, value: Double)] = [("p50", 50), ("p99", 99)]
+
+    /// A flow family member's row name, `flow.step{step=join}`, as thresholds and budgets write it; other names as they are.
+    package static func displayName(_ name: String) -> String {
+        guard let family = flowFamilies.first(where: { $0.tag(of: name) != nil }), let tag = family.tag(of: name) else {
+            return name
+        }
+        return "\(family.stem){\(family.tag)=\(tag)}"
+    }
+
+    static let flowFamilies: [MetricFamily] = [.flowStep, .flowFirstResult]
 
     package static func compare(base: ComparisonSide, head: ComparisonSide, replicates: Int = 400) -> [ComparisonRow] {
         let basePooled = base.pooled, headPooled = head.pooled
@@ -135,13 +167,26 @@ package enum Comparator {
         for name in names.sorted() {
             let unit = MetricSet.unit(of: name)
             let direction: ComparisonRow.Direction = unit == Metric.Unit.microseconds.rawValue ? .lowerIsBetter : .higherIsBetter
-            for (label, percentile) in percentiles {
+            let isFlow = flowFamilies.contains { $0.tag(of: name) != nil }
+            for (label, percentile) in isFlow ? flowPercentiles : percentiles {
                 statistics.append(Statistic(metric: name, name: label, unit: unit, direction: direction, isHistogram: true) {
                     $0.histograms[name].map { Double($0.value(atPercentile: percentile)) }
                 })
             }
+            if isFlow { continue }
             statistics.append(Statistic(metric: name, name: "mean", unit: unit, direction: direction, isHistogram: true) {
                 $0.histograms[name].map(\.mean)
+            })
+        }
+        let baseSteps = Set(basePooled.stepErrors.keys).union(basePooled.histograms.keys.compactMap { MetricFamily.flowStep.tag(of: $0).map(String.init) })
+        let headSteps = Set(headPooled.stepErrors.keys).union(headPooled.histograms.keys.compactMap { MetricFamily.flowStep.tag(of: $0).map(String.init) })
+        for step in baseSteps.intersection(headSteps).sorted() {
+            statistics.append(Statistic(
+                metric: "\(Metric.errors.name){\(MetricFamily.flowStepErrors.tag)=\(step)}", name: "rate", unit: "ratio",
+                direction: .lowerIsBetter, proportion: { $0.stepExecutions(step) }
+            ) { sample in
+                let (failures, executions) = sample.stepExecutions(step)
+                return executions > 0 ? failures / executions : nil
             })
         }
         if basePooled.received > 0 || headPooled.received > 0 {
@@ -157,6 +202,7 @@ package enum Comparator {
             test = "mann-whitney"
             let baseSamples = base.runs.map { Sample($0.metrics, seconds: $0.seconds, only: names) }
             let headSamples = head.runs.map { Sample($0.metrics, seconds: $0.seconds, only: names) }
+            // (A step's error rate reads its flow.step histogram: that is in `names` whenever both sides timed it.)
             pValues = statistics.map { statistic in
                 Significance.mannWhitney(baseSamples.compactMap(statistic.compute), headSamples.compactMap(statistic.compute))
             }
@@ -178,6 +224,10 @@ package enum Comparator {
             test = "histogram-bootstrap"
             pValues = statistics.map { statistic in
                 if statistic.isHistogram { return histogramBootstrap(statistic, basePooled, headPooled, replicates: replicates) }
+                if let proportion = statistic.proportion {
+                    let (baseEvents, baseTrials) = proportion(basePooled), (headEvents, headTrials) = proportion(headPooled)
+                    return Significance.proportions(baseEvents, baseTrials, headEvents, headTrials)
+                }
                 switch statistic.unit {
                 case "/s":
                     return Significance.poissonRates(basePooled.received, basePooled.seconds, headPooled.received, headPooled.seconds)
@@ -186,12 +236,31 @@ package enum Comparator {
                 }
             }
         }
-        return zip(statistics, pValues).map { statistic, pValue in
+        let rows = zip(statistics, pValues).map { statistic, pValue in
             ComparisonRow(
-                metric: statistic.metric, statistic: statistic.name, unit: statistic.unit,
+                metric: displayName(statistic.metric), statistic: statistic.name, unit: statistic.unit,
                 base: statistic.compute(basePooled) ?? 0, head: statistic.compute(headPooled) ?? 0, pValue: pValue,
                 test: test, direction: statistic.direction)
         }
+        return rows + presenceRows(basePooled, headPooled, test: test)
+    }
+
+    /// A flow step (or first result) only one side has: one row with its p99 on that side, shown as added or removed.
+    private static func presenceRows(_ base: Sample, _ head: Sample, test: String) -> [ComparisonRow] {
+        var rows: [ComparisonRow] = []
+        for family in flowFamilies {
+            let baseNames = Set(base.histograms.keys.filter { family.tag(of: $0) != nil })
+            let headNames = Set(head.histograms.keys.filter { family.tag(of: $0) != nil })
+            for name in baseNames.symmetricDifference(headNames).sorted() {
+                let isAdded = headNames.contains(name)
+                let value = (isAdded ? head : base).histograms[name].map { Double($0.value(atPercentile: 99)) } ?? 0
+                rows.append(ComparisonRow(
+                    metric: displayName(name), statistic: "p99", unit: Metric.Unit.microseconds.rawValue,
+                    base: isAdded ? 0 : value, head: isAdded ? value : 0, pValue: 1, test: test, direction: .lowerIsBetter,
+                    presence: isAdded ? .added : .removed))
+            }
+        }
+        return rows
     }
 
     private static func histogramBootstrap(_ statistic: Statistic, _ base: Sample, _ head: Sample, replicates: Int) -> Double {

@@ -200,3 +200,63 @@ func rate(_ count: UInt64, _ seconds: Double) -> Double { seconds > 0 ? rounded(
 
 /// Three decimals are plenty for report figures and keep the JSON readable.
 func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+/// One flow step's figures in a set: its latencies (successes), its first results (graphql subscribe) and its
+/// failures. The summary, the HTML report and compare show steps through this.
+package struct FlowStepFigures: Sendable {
+    /// The step's name (profile-supplied: escape it for the medium it is shown in).
+    package var name: String
+    /// `flow.step.<name>`: nil when no execution succeeded.
+    package var latency: Histogram?
+    /// `flow.first_result.<name>`: nil unless a subscription of the step got a result.
+    package var firstResult: Histogram?
+    /// `flow.step_errors.<name>`.
+    package var errors: UInt64
+
+    /// Successes (the latency histogram's samples).
+    package var count: UInt64 { latency?.totalCount ?? 0 }
+    /// Failures per execution, 0 when the step never ran.
+    package var errorRate: Double {
+        let executions = saturatingSum(count, errors)
+        return executions == 0 ? 0 : Double(errors) / Double(executions)
+    }
+}
+
+extension MetricSet {
+    /// The tags of `family`'s members this set holds (histograms for a latency family, counters otherwise), sorted.
+    package func tags(of family: MetricFamily) -> [String] {
+        let names = family.kind.isHistogram ? Array(histograms.keys) : Array(counters.keys)
+        return names.compactMap { family.tag(of: $0).map(String.init) }.sorted()
+    }
+
+    /// Every step with a flow metric in this set: first in `order` (the profile's step names), then the rest by name.
+    package func flowSteps(order: [String] = []) -> [FlowStepFigures] {
+        var names = Set(tags(of: .flowStep))
+        names.formUnion(tags(of: .flowFirstResult))
+        names.formUnion(tags(of: .flowStepErrors))
+        var ordered: [String] = []
+        for name in order where names.remove(name) != nil { ordered.append(name) }
+        ordered += names.sorted()
+        return ordered.map { name in
+            FlowStepFigures(
+                name: name, latency: histograms[MetricFamily.flowStep.name(name)],
+                firstResult: histograms[MetricFamily.flowFirstResult.name(name)],
+                errors: counter(MetricFamily.flowStepErrors.name(name)))
+        }
+    }
+
+    /// `flow.pushed.<type>` counts by type, sorted by type.
+    package var flowPushed: [(type: String, count: UInt64)] {
+        tags(of: .flowPushed).map { ($0, counter(MetricFamily.flowPushed.name($0))) }
+    }
+
+    /// The flow counters with a fixed name (`flow.completed`, `flow.iterations`, …: every counter under `flow.`
+    /// that is no family's member), by name.
+    package var flowCounters: [(name: String, count: UInt64)] {
+        counters.keys.filter { $0.hasPrefix(Self.flowPrefix) && MetricCatalog.family(of: $0) == nil }.sorted()
+            .map { ($0, counters[$0]!) }
+    }
+
+    /// The prefix every flow metric's key starts with.
+    package static let flowPrefix = "flow."
+}

@@ -28,6 +28,7 @@ package enum RunHTML {
             body += "</div>"
         }
         body += "</section>"
+        body += flowSection(result)
         body += "<section id=\"throughput\"><h2>Throughput and connections</h2><div class=\"pair\">"
         body += SVGChart(id: "messages-per-second", title: "messages received per second",
                          series: [.init(name: "msgs/s", color: palette[0], points: rate(result, .messagesReceived))],
@@ -52,9 +53,10 @@ package enum RunHTML {
         for row in rows {
             let changed = row.isSignificant(alpha: alpha)
             let change = changed ? (row.changePercent.map { ($0 >= 0 ? "+" : "") + String(format: "%.1f%%", $0) } ?? "from 0") : "~"
+            let shownChange = row.presence == .both ? change : row.presence.rawValue
             let verdict = isRegression(row) ? "<td class=\"fail\">regression</td>" : (changed ? "<td>\(row.isWorse(alpha: alpha) ? "worse" : "better")</td>" : "<td></td>")
             body += "<tr><td>\(escape(row.metric + " " + row.statistic))</td><td>\(format(row.base, row.unit))</td>"
-                + "<td>\(format(row.head, row.unit))</td><td>\(change)</td><td>\(String(format: "%.3f", row.pValue))</td>\(verdict)</tr>"
+                + "<td>\(format(row.head, row.unit))</td><td>\(shownChange)</td><td>\(String(format: "%.3f", row.pValue))</td>\(verdict)</tr>"
         }
         body += "</table></section><section id=\"latency\"><h2>Latency, base and head</h2>"
         let pooledBase = pooled(base), pooledHead = pooled(head)

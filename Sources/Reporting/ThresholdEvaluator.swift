@@ -19,6 +19,8 @@ package enum ThresholdEvaluator {
             case .count: return Double(histogram.totalCount)
             case .perSecond, .rate: return nil
             }
+        case .errors where threshold.family == .flowStepErrors:
+            return stepErrors(threshold, metrics, seconds: seconds)
         case .counter, .closeCodes, .errors:
             let count = metrics.count(of: threshold.metric)
             switch threshold.statistic {
@@ -28,6 +30,21 @@ package enum ThresholdEvaluator {
                 return operations == 0 ? 0 : Double(count) / Double(operations)
             default: return Double(count)
             }
+        }
+    }
+
+    /// `errors{step=NAME}`: the step's failures (`flow.step_errors.NAME`); their rate is per execution of the
+    /// step, failures / (successes in `flow.step.NAME` + failures), 0 when it never ran.
+    private static func stepErrors(_ threshold: Threshold, _ metrics: MetricSet, seconds: Double) -> Double {
+        let step = threshold.tag ?? ""
+        let failures = metrics.counter(MetricFamily.flowStepErrors.name(step))
+        switch threshold.statistic {
+        case .perSecond: return seconds > 0 ? Double(failures) / seconds : 0
+        case .rate:
+            let successes = metrics.histograms[MetricFamily.flowStep.name(step)]?.totalCount ?? 0
+            let executions = saturatingSum(successes, failures)
+            return executions == 0 ? 0 : Double(failures) / Double(executions)
+        default: return Double(failures)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 import Profile
 import JSON
 import LoadEngine
@@ -18,6 +19,8 @@ enum CompareCommand: Subcommand {
         their intervals (so a change is weighed against how much the figure moved within each run); for
         reports without an interval series, a bootstrap over the HDR histograms and Poisson/binomial tests.
         Not significant shows as ~. Repeated runs give the firmest verdict.
+        Flow steps show as flow.step{step=X} p50 and p99 and their error rate errors{step=X}; a step only
+        one side has shows as added or removed (never a regression).
 
         Exits 5 if a significant change is worse than a budget. Default budgets: ws.message_rtt p50 +10%,
         ws.message_rtt p99 +10%, ws.connect p99 +25%, ws.messages_received per_second -10%.
@@ -162,9 +165,11 @@ enum CompareCommand: Subcommand {
         for row in rows {
             let budget = budgets.first { $0.metric == row.metric && $0.statistic == row.statistic }
             let exceeded = budget?.isExceeded(by: row, alpha: alpha) == true
+            // Flow rows carry step names from the report's profile: shown through printable, like any file-supplied text.
             lines.append([
-                "\(row.metric) \(row.statistic)", format(row.base, unit: row.unit), format(row.head, unit: row.unit),
-                row.isSignificant(alpha: alpha) ? describeChange(row) : "~",
+                TerminalText.printable("\(row.metric) \(row.statistic)", limit: 120), format(row.base, unit: row.unit),
+                format(row.head, unit: row.unit),
+                row.presence != .both ? row.presence.rawValue : row.isSignificant(alpha: alpha) ? describeChange(row) : "~",
                 "(\(describePValue(row.pValue)))",
                 exceeded ? "REGRESSION (budget \(budget!.percent >= 0 ? "+" : "")\(String(format1: budget!.percent))%)" : "",
             ])
@@ -201,7 +206,7 @@ enum CompareCommand: Subcommand {
                     "base": .number(row.base), "head": .number(row.head),
                     "changePercent": row.changePercent.map { .number(($0 * 100).rounded() / 100) } ?? .null,
                     "pValue": .number(row.pValue), "test": .string(row.test),
-                    "significant": .bool(row.isSignificant(alpha: alpha)),
+                    "significant": .bool(row.isSignificant(alpha: alpha)), "presence": .string(row.presence.rawValue),
                 ]
             }),
             "regressions": .array(failures.map { row, budget in

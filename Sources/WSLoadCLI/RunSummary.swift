@@ -34,6 +34,7 @@ enum RunSummary {
             lines.append("")
             lines.append("scenario \(shown(scenario.scenario.name)) (\(websocket.pattern.rawValue)\(model), \(websocket.connections) connections)")
             lines += metricLines(scenario.metrics, seconds: min(result.elapsed, result.profile.duration).seconds)
+            lines += flowLines(scenario.metrics, order: websocket.flow?.stepNames ?? [])
         }
         lines.append("")
         if result.total.errors.isEmpty {

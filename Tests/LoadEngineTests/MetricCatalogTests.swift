@@ -185,7 +185,9 @@ struct MetricCatalogTests {
         for match in quoted.matches(in: prose, range: NSRange(prose.startIndex..., in: prose)) {
             guard let range = Range(match.range(at: 1), in: prose) else { continue }
             let word = String(prose[range])
-            if word.hasPrefix("ws.") || word.hasPrefix("http.") || word.hasPrefix("flow.") || word == Metric.errors.name { documented.insert(word) }
+            if word.hasPrefix("ws.") || word.hasPrefix("http.") || word.hasPrefix("flow.") || word == Metric.errors.name {
+                documented.insert(word)
+            }
         }
         let catalogued = Set(MetricCatalog.all.map(\.name) + MetricCatalog.families.map(\.documentedName))
         #expect(documented.subtracting(catalogued).sorted() == [], "documented but not in the catalogue")

@@ -126,15 +126,18 @@ package struct EngineIOHandshake: Sendable, Equatable {
                 upgrades.append(name)
             }
         }
+        // Any finite number of milliseconds in 0...maximum, a fraction rounded up: servers differ (python-engineio
+        // 4.x sends `int(seconds) * 1000`, so 0.5 s goes out as 0; a JavaScript server may send 500.5).
         func interval(_ key: String) -> Int? {
-            guard let number = object[key]?.integerValue, number > 0, number <= maximumMilliseconds else { return nil }
-            return number
+            guard let number = object[key]?.numberValue, number.isFinite, number >= 0,
+                  number <= Double(maximumMilliseconds) else { return nil }
+            return Int(number.rounded(.up))
         }
         guard let pingInterval = interval("pingInterval") else {
-            return fail("pingInterval is not a whole number of milliseconds in 1...\(maximumMilliseconds)")
+            return fail("pingInterval is not a number of milliseconds in 0...\(maximumMilliseconds)")
         }
         guard let pingTimeout = interval("pingTimeout") else {
-            return fail("pingTimeout is not a whole number of milliseconds in 1...\(maximumMilliseconds)")
+            return fail("pingTimeout is not a number of milliseconds in 0...\(maximumMilliseconds)")
         }
         var maxPayload = defaultMaxPayload
         if let limit = object["maxPayload"] {

@@ -14,8 +14,11 @@ struct GraphQLOperationEvents {
     }
 
     var pending: [(event: Event, arrival: LoopClock.Instant)] = []
-    /// A `complete` or `error` arrived (or the client sent `complete`): later messages for the id are protocol errors.
+    /// A `complete` or `error` arrived, or the client sent `complete`: the id takes no more results.
     var isEnded = false
+    /// The client sent `complete` (unsubscribe, or a step that gave up waiting): results the server had in flight
+    /// are dropped; after the server's own end, more for the id are protocol errors.
+    var isEndedByClient = false
 }
 
 // The graphql-ws preset at run time: connection_init / connection_ack before the first step, pings answered, results
@@ -47,10 +50,17 @@ extension FlowRun {
     }
 
     private func route(_ id: String, _ event: GraphQLOperationEvents.Event, at arrival: LoopClock.Instant) {
-        guard var operation = operations[id], !operation.isEnded else {
-            // An id this connection never started (or already ended): the server broke the protocol.
+        guard var operation = operations[id] else {
+            // An id this connection never started: the server broke the protocol.
             return recorder.recordError(EngineErrorCode.graphQLProtocol)
         }
+        if operation.isEnded {
+            // Crossing the client's `complete` is allowed; anything after the server's own end is not.
+            if !operation.isEndedByClient { recorder.recordError(EngineErrorCode.graphQLProtocol) }
+            return
+        }
+        ledger.check(.graphQLSubscriptionEndsOnce, !operation.isEnded, actor: history,
+                     "operation \(id) took a result or an end after it had ended")
         switch event {
         case .next: break
         case .error, .complete: operation.isEnded = true
@@ -118,6 +128,24 @@ extension FlowRun {
         return nil
     }
 
+    /// A query or subscribe step that failed while its operation still runs: the client ends it (`complete`), so
+    /// the server stops and the id may be used again. A send that fails leaves it to the connection's end.
+    private func abandon(_ manager: isolated WebSocketManager, _ id: String) async {
+        guard var operation = operations[id], !operation.isEnded else { return }
+        end(&operation, id)
+        operations[id] = operation
+        do { try await manager.send(text: GraphQLWSMessage.complete(id: id).encoded) } catch { return }
+        recorder.messagesSent += 1
+    }
+
+    /// Ends operation `id` on the client's side (checked: at most one end per id).
+    private func end(_ operation: inout GraphQLOperationEvents, _ id: String) {
+        ledger.check(.graphQLSubscriptionEndsOnce, !operation.isEnded, actor: history, "operation \(id) ended twice")
+        operation.isEnded = true
+        operation.isEndedByClient = true
+        operation.pending = []
+    }
+
     /// The next event of operation `id`, waiting up to `within`.
     private func nextEvent(_ manager: isolated WebSocketManager, _ id: String, within: Duration)
         async -> Result<(GraphQLOperationEvents.Event, LoopClock.Instant), FlowControlOrCode> {
@@ -149,11 +177,13 @@ extension FlowRun {
             case .failure(.control(let control)): return control
             case .failure(.code(let code)):
                 fail(code, step: step.nameIndex)
+                await abandon(manager, id)
                 return await policy(query.onTimeout, manager)
             case .success((.next(let payload), let arrival)):
                 var scope = state
                 guard payload["errors"] == nil, query.match.allHold(on: payload, scope: &scope) else {
                     fail(payload["errors"] == nil ? .expectTimeout : .graphQLError, step: step.nameIndex)
+                    await abandon(manager, id)
                     return await policy(query.onTimeout, manager)
                 }
                 guard case .matched(let captures) = capture(query.captures, from: payload) else {
@@ -178,11 +208,13 @@ extension FlowRun {
                 case .failure(.control(let control)): return control
                 case .failure(.code(let code)):
                     fail(code, step: step.nameIndex)
+                    await abandon(manager, id)
                     return await policy(subscription.onTimeout, manager)
                 case .success((.next(let payload), let arrival)):
                     var scope = state
                     guard payload["errors"] == nil, subscription.match.allHold(on: payload, scope: &scope) else {
                         fail(.graphQLError, step: step.nameIndex)
+                        await abandon(manager, id)
                         return await policy(subscription.onTimeout, manager)
                     }
                     if received == 0, let index = step.nameIndex {
@@ -200,8 +232,10 @@ extension FlowRun {
             if let index = step.nameIndex { recorder.flowSteps[index].record(microseconds: sentAt.duration(to: clock.now)) }
             return .next
         case .unsubscribe(let name):
-            guard var operation = operations[name], !operation.isEnded else { return .next }
-            operation.isEnded = true
+            // Honest: an operation the server (or a failed step) already ended is not ended again.
+            guard var operation = operations[name],
+                  !operation.isEnded || faults?.endsSubscriptionsTwice() == true else { return .next }
+            end(&operation, name)
             operations[name] = operation
             do { try await manager.send(text: GraphQLWSMessage.complete(id: name).encoded) } catch { return .dropped }
             recorder.messagesSent += 1

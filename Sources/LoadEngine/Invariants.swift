@@ -45,6 +45,9 @@ package enum Invariant: String, Sendable, CaseIterable {
     /// socketio: every Engine.IO ping of the server is answered before the connection ends, and no connection
     /// ends for a missing server ping.
     case socketIOHeartbeatHeld = "socketio.heartbeat_held"
+    /// graphql-ws: every operation id ends at most once — by the server's `complete` or `error`, or the client's
+    /// `complete` — and the client takes no result for it after its end.
+    case graphQLSubscriptionEndsOnce = "graphql.subscription_ends_once"
 }
 
 /// The oracle's ledger on one loop: confined to the loop's thread like `LoopRecorder`. A check on the hot
@@ -109,6 +112,7 @@ extension Invariant {
         case .flowNothingAfterClose: 16
         case .flowAckAnsweredOnce: 17
         case .socketIOHeartbeatHeld: 18
+        case .graphQLSubscriptionEndsOnce: 19
         }
     }
 }

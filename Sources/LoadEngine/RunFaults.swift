@@ -61,6 +61,9 @@ package protocol FlowFaults: Sendable {
     func reusesAckIDs() -> Bool
     /// socketio: the server's Engine.IO pings go unanswered. Honest: false.
     func ignoresEngineIOPings() -> Bool
+    /// graphql-ws: `unsubscribe` ends a subscription the server already completed (a second `complete` for the
+    /// id). Honest: false.
+    func endsSubscriptionsTwice() -> Bool
 }
 
 extension FlowFaults {
@@ -69,4 +72,5 @@ extension FlowFaults {
     package func scansInboxAfterClose() -> Bool { false }
     package func reusesAckIDs() -> Bool { false }
     package func ignoresEngineIOPings() -> Bool { false }
+    package func endsSubscriptionsTwice() -> Bool { false }
 }

@@ -45,6 +45,19 @@ final class ProgressDisplay: Sendable {
         state.withLock { $0.linesDrawn = 0 }
     }
 
+    /// A flow run has no message round trip: its figure is the named step with the highest p99 in `metrics` (the
+    /// last interval while running), e.g. `said p99 12ms` — the step a slow server hurts first, the one thresholds
+    /// are usually written on. Nil when no step succeeded in `metrics`. Ties go to the first name in order.
+    static func slowestStep(_ metrics: MetricSet) -> String? {
+        var slowest: (name: String, p99: UInt64)?
+        for step in metrics.flowSteps() {
+            guard let latency = step.latency, latency.totalCount > 0 else { continue }
+            let p99 = latency.value(atPercentile: 99)
+            if slowest.map({ p99 > $0.p99 }) ?? true { slowest = (step.name, p99) }
+        }
+        return slowest.map { "\($0.name) p99 \(formatMicroseconds(Double($0.p99)))" }
+    }
+
     static func lines(_ progress: RunProgress) -> [String] {
         let remaining = max(.zero, progress.duration - progress.elapsed)
         let rate = progress.recentSeconds > 0 ? Double(progress.recent.counter(.messagesReceived)) / progress.recentSeconds : 0
@@ -52,6 +65,9 @@ final class ProgressDisplay: Sendable {
         if let histogram = progress.total[histogram: .messageRoundTrip], histogram.totalCount > 0 {
             rtt = "rtt p50 \(formatMicroseconds(Double(histogram.value(atPercentile: 50)))) "
                 + "p99 \(formatMicroseconds(Double(histogram.value(atPercentile: 99))))"
+        } else if let step = slowestStep(progress.isStopping ? progress.total : progress.recent)
+                    ?? slowestStep(progress.total) {
+            rtt = step
         }
         var errors = "errors \(grouped(Int(progress.total.errorCount)))   reconnects \(grouped(Int(progress.total.counter(.reconnects))))"
         if let started = progress.total[counter: .transfersStarted] {

@@ -24,6 +24,26 @@ struct EngineIOTests {
             sid: "a", upgrades: [], pingInterval: .seconds(1), pingTimeout: .milliseconds(500), maxPayload: 1_000_000)))
     }
 
+    /// What python-engineio 4.15 sends for `ping_interval=0.5, ping_timeout=0.25` (it truncates the interval to
+    /// whole seconds before scaling: `int(0.5) * 1000`), and fractions a JavaScript server may compute: any finite
+    /// number of milliseconds in 0...one day, rounded up.
+    @Test(arguments: [
+        (#"0{"sid":"UPOhXEDkCGr_NQ1GAAAA","upgrades":[],"pingTimeout":250,"pingInterval":0,"maxPayload":1000000}"#,
+         0, 250),
+        (#"0{"sid":"a","pingInterval":500.0,"pingTimeout":250.25}"#, 500, 251),
+        (#"0{"sid":"a","pingInterval":1.5,"pingTimeout":0.001}"#, 2, 1),
+        (#"0{"sid":"a","pingInterval":86400000,"pingTimeout":0}"#, 86_400_000, 0),
+        (#"0{"sid":"a","pingInterval":2.5e3,"pingTimeout":-0}"#, 2500, 0),
+    ])
+    func openPacketIntervalsAreAnyNumberOfMillisecondsRoundedUp(text: String, interval: Int, timeout: Int) throws {
+        guard case .open(let handshake) = try EngineIOPacket.decode(text).get() else {
+            Issue.record("not an open packet")
+            return
+        }
+        #expect(handshake.pingInterval == .milliseconds(interval))
+        #expect(handshake.pingTimeout == .milliseconds(timeout))
+    }
+
     @Test(arguments: [
         ("1", EngineIOPacket.close), ("2", .ping("")), ("3", .pong("")), ("2probe", .ping("probe")),
         ("3probe", .pong("probe")), ("4hello", .message("hello")), ("40", .message("0")),
@@ -37,8 +57,9 @@ struct EngineIOTests {
 
     @Test(arguments: [
         "", "7", "a", "{", "1x", "5probe", "6 ", "0", "0{", "0[]", "0{}", #"0{"sid":"","pingInterval":1,"pingTimeout":1}"#,
-        #"0{"sid":"a","pingInterval":0,"pingTimeout":1}"#, #"0{"sid":"a","pingInterval":1.5,"pingTimeout":1}"#,
+        #"0{"sid":"a","pingInterval":-0.5,"pingTimeout":1}"#, #"0{"sid":"a","pingInterval":86400000.5,"pingTimeout":1}"#,
         #"0{"sid":"a","pingInterval":1e300,"pingTimeout":1}"#, #"0{"sid":"a","pingInterval":1,"pingTimeout":-5}"#,
+        #"0{"sid":"a","pingInterval":1,"pingTimeout":null}"#,
         #"0{"sid":"a","pingInterval":"25000","pingTimeout":1}"#, #"0{"sid":7,"pingInterval":1,"pingTimeout":1}"#,
         #"0{"sid":"a","pingInterval":1,"pingTimeout":1,"upgrades":"websocket"}"#,
         #"0{"sid":"a","pingInterval":1,"pingTimeout":1,"upgrades":[1]}"#,

@@ -57,6 +57,9 @@ struct CheckerProofTests {
             #expect(checks(result, .stopWithinBound) == 3)
         case .echoStopped:
             #expect(checks(result, .oneLiveConnection) == 4 && checks(result, .noReconnectAfterIntentional) == 4)
+        case .graphQLSubscriptions:
+            // Per connection: the query's next and complete, the subscription's 3 nexts and complete.
+            #expect(checks(result, .graphQLSubscriptionEndsOnce) == 12 && result.total.errors.isEmpty, "\(result.total.errors)")
         case .interruptedDownloads:
             #expect(checks(result, .transferDigest) == 4 && result.total.count("http.resumes") == 4)
         default:

@@ -38,6 +38,9 @@ enum RunShape: String, Sendable, Hashable, CaseIterable, CustomTestStringConvert
     /// 2 socketio flow connections against python-socketio pinging every second: two acked echoes, then 3 s
     /// across its heartbeat (``FlowProofs``).
     case socketIOChat
+    /// 2 graphql-ws flow connections against strawberry-graphql: a query, a subscription the server completes after
+    /// 3 results, then `unsubscribe` of it (``FlowProofs``).
+    case graphQLSubscriptions
 
     var testDescription: String { rawValue }
 
@@ -89,7 +92,7 @@ enum RunShape: String, Sendable, Hashable, CaseIterable, CustomTestStringConvert
                 {"name": "form", "kind": "upload", "connections": 1,
                  "transfer": {"size": "100000", "method": "POST", "multipart": true, "repeats": 2}}
                 """, duration: "30s", gracefulStop: "10s", faults: faults)
-        case .flowEcho, .flowDropped, .socketIOChat:
+        case .flowEcho, .flowDropped, .socketIOChat, .graphQLSubscriptions:
             return try await FlowProofs.run(self, faults: faults)
         }
     }

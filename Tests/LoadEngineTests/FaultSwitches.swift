@@ -53,6 +53,8 @@ struct FaultSwitches: Sendable, Equatable {
     var reuseAckIDs = false
     /// socketio: the server's Engine.IO pings go unanswered.
     var ignoreEngineIOPings = false
+    /// graphql-ws: `unsubscribe` sends `complete` for a subscription the server already completed.
+    var endSubscriptionsTwice = false
 }
 
 extension FaultSwitches: ReconnectFaults {

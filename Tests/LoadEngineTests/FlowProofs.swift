@@ -14,6 +14,7 @@ extension FaultSwitches: FlowFaults {
     func scansInboxAfterClose() -> Bool { runStepsAfterClose }
     func reusesAckIDs() -> Bool { reuseAckIDs }
     func ignoresEngineIOPings() -> Bool { ignoreEngineIOPings }
+    func endsSubscriptionsTwice() -> Bool { endSubscriptionsTwice }
 }
 
 /// The flow checkers' proofs and the runs they use (``RunShape/flowEcho``, ``RunShape/flowDropped``).
@@ -32,6 +33,8 @@ enum FlowProofs {
               details: ["asked for twice on one connection", "answered twice, or never asked for"]),
         .init(.socketIOHeartbeatHeld, "the server's Engine.IO pings go unanswered (it drops the client)",
               \.ignoreEngineIOPings, on: .socketIOChat, details: ["unanswered"]),
+        .init(.graphQLSubscriptionEndsOnce, "unsubscribe sends complete for a subscription the server completed",
+              \.endSubscriptionsTwice, on: .graphQLSubscriptions, details: ["operation count ended twice"], count: 2),
     ]
 
     static func run(_ shape: RunShape, faults: FaultSwitches) async throws -> RunResult {
@@ -46,6 +49,17 @@ enum FlowProofs {
                 {"version": 1, "name": "sio", "target": "ws://127.0.0.1:\(server.port)", "duration": "30s", "seed": 2,
                  "scenarios": [{"name": "chat", "pattern": "flow", "protocol": "socketio", "connections": 2,
                                 "steps": [\(emit("first")), \(emit("second")), {"think": "3s"}]}]}
+                """), faults: faults).run()
+        case .graphQLSubscriptions:
+            let server = try startPythonPeer("graphql_server.py")
+            defer { server.process.stop() }
+            return try await LoadRun(profile: try profile("""
+                {"version": 1, "name": "gql", "target": "ws://127.0.0.1:\(server.port)", "duration": "30s", "seed": 2,
+                 "scenarios": [{"name": "subs", "pattern": "flow", "protocol": "graphql-ws", "path": "/graphql",
+                   "connections": 2, "steps": [
+                     {"name": "hello", "query": {"query": "query { hello }", "within": "10s"}},
+                     {"name": "count", "subscribe": {"query": "subscription { count(to: 3, everyMs: 10) }", "within": "10s"}},
+                     {"unsubscribe": "count"}]}]}
                 """), faults: faults).run()
         case .flowDropped:
             let flow = B.scenario([

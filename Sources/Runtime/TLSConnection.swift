@@ -19,6 +19,12 @@ public final class TLSConnection: ByteStream {
     /// is reported as EOF (many servers end so), but it is not authenticated: whoever can reset the TCP
     /// connection can cut a body whose end only the close marks (RFC 8446 §6.1), so such a body is truncated.
     nonisolated(unsafe) public private(set) var isEndedWithoutCloseNotify = false
+    /// True while a ``write(_:)`` (or ``shutdownWrite()``) owns the stream: it hands OpenSSL one record at a time and
+    /// may wait for TCP between records, and another writer's records must not land between them.
+    nonisolated(unsafe) private var isWriting = false
+    /// Writers waiting for their turn, in call order; the first gets the turn when the current writer ends.
+    nonisolated(unsafe) private var writeWaiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+    nonisolated(unsafe) private var lastWriterID: UInt64 = 0
 
     private init(tcp: TCPConnection, context: TLSContext) throws(RuntimeError) {
         loop = tcp.loop
@@ -195,8 +201,15 @@ public final class TLSConnection: ByteStream {
         return ERR_GET_LIB(error) == ERR_LIB_SSL && ERR_GET_REASON(error) == SSL_R_UNEXPECTED_EOF_WHILE_READING
     }
 
+    /// Sends `bytes` as TLS records. Concurrent writers take turns in call order, each message whole: OpenSSL takes
+    /// one record at a time (partial writes) and a writer may wait for TCP between records. A writer cancelled while
+    /// it waits for its turn leaves the queue (nothing of it was sent; the stream stays open); one cancelled while it
+    /// sends closes the stream, as ``ByteStream`` says.
     public func write(_ bytes: [UInt8]) async throws {
         precondition(loop.inLoopThread, "TLSConnection.write must be called on \(loop)'s thread")
+        guard !bytes.isEmpty else { return }
+        if isWriting { try await waitForWriteTurn() } else { isWriting = true }
+        defer { passWriteTurn() }
         var offset = 0
         while offset < bytes.count {
             ERR_clear_error()
@@ -207,16 +220,60 @@ public final class TLSConnection: ByteStream {
         }
     }
 
-    /// Sends close_notify, then half-closes TCP.
+    /// Sends close_notify, then half-closes TCP, after the writes already under way or waiting.
     public func shutdownWrite() async throws {
         precondition(loop.inLoopThread, "TLSConnection.shutdownWrite must be called on \(loop)'s thread")
         if !isShutdownSent {
-            isShutdownSent = true
-            ERR_clear_error()
-            _ = SSL_shutdown(ssl)
-            try await flushOutput()
+            if isWriting { try await waitForWriteTurn() } else { isWriting = true }
+            defer { passWriteTurn() }
+            if !isShutdownSent {
+                isShutdownSent = true
+                ERR_clear_error()
+                _ = SSL_shutdown(ssl)
+                try await flushOutput()
+            }
         }
         try await tcp.shutdownWrite()
+    }
+
+    /// Waits behind the writers already waiting until the current writer passes the turn on; then owns it.
+    private func waitForWriteTurn() async throws {
+        lastWriterID &+= 1
+        let id = lastWriterID
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                // Cancelled already: the handler ran (or will run) before this waiter was queued.
+                if Task.isCancelled { return continuation.resume(throwing: CancellationError()) }
+                writeWaiters.append((id, continuation))
+                loop.operationStarted()
+            }
+        } onCancel: {
+            loop.perform { self.removeWriteWaiter(id) }
+        }
+        // Cancelled as the turn arrived: nothing of this write was sent, so pass the turn on and leave.
+        if Task.isCancelled {
+            passWriteTurn()
+            throw CancellationError()
+        }
+    }
+
+    /// The current writer is done: the first waiting writer owns the stream now (`isWriting` stays set).
+    private func passWriteTurn() {
+        guard !writeWaiters.isEmpty else {
+            isWriting = false
+            return
+        }
+        let next = writeWaiters.removeFirst()
+        loop.operationEnded()
+        next.continuation.resume()
+    }
+
+    /// A waiting writer was cancelled: it leaves the queue. Nothing to do if it already got its turn.
+    private func removeWriteWaiter(_ id: UInt64) {
+        guard let index = writeWaiters.firstIndex(where: { $0.id == id }) else { return }
+        let waiter = writeWaiters.remove(at: index)
+        loop.operationEnded()
+        waiter.continuation.resume(throwing: CancellationError())
     }
 
     public func close() { tcp.close() }

@@ -79,6 +79,21 @@ package final class FlowRegex: @unchecked Sendable, Equatable {
         }
     }
 
+    /// Whether the pattern matches somewhere in `text` (as ``firstMatch(in:)`` != nil), without building the
+    /// groups: no allocation, and regexec asked for the whole match only.
+    package func matches(_ text: String) -> Bool {
+        var contiguous = text
+        return contiguous.withUTF8 { bytes -> Bool in
+            guard bytes.count <= Self.maximumInputLength else { return false }
+            var whole = regmatch_t(rm_so: 0, rm_eo: regoff_t(bytes.count))
+            let status = bytes.withMemoryRebound(to: CChar.self) { characters -> Int32 in
+                guard let start = characters.baseAddress else { return regexec(compiled, "", 1, &whole, REG_STARTEND) }
+                return regexec(compiled, start, 1, &whole, REG_STARTEND)
+            }
+            return status == 0
+        }
+    }
+
     /// The text between two byte offsets, if both are in range and on scalar boundaries.
     private static func substring(of text: String, bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int)
         -> Substring?

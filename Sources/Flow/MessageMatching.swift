@@ -69,10 +69,13 @@ extension MessageMatcher {
         case .json(let conditions):
             guard let value = message.json(), conditions.allHold(on: value, scope: &scope) else { return .noMatch }
         case .text(let regex):
-            guard case .text(let text) = message.message, let match = regex.firstMatch(in: text) else {
-                return .noMatch
+            guard case .text(let text) = message.message else { return .noMatch }
+            if captures.contains(where: \.isGroup) {
+                guard let match = regex.firstMatch(in: text) else { return .noMatch }
+                groups = match
+            } else if !regex.matches(text) {
+                return .noMatch  // no group is captured: the match alone, without building the groups
             }
-            groups = match
         case .binary(let length, let prefix):
             guard case .binary(let bytes) = message.message,
                   length.map({ $0.contains(bytes.count) }) ?? true,
@@ -97,6 +100,13 @@ extension MessageMatcher {
             }
         }
         return .matched(made)
+    }
+}
+
+extension Capture {
+    /// A regex group capture (it needs the text regex's groups).
+    fileprivate var isGroup: Bool {
+        if case .group = source { true } else { false }
     }
 }
 
@@ -139,7 +149,7 @@ extension JSONCondition {
             }
         case .regex(let regex):
             guard case .string(let text)? = found else { return false }
-            return regex.firstMatch(in: text) != nil
+            return regex.matches(text)
         case .compare(let comparison, let limit):
             guard case .number(let number)? = found else { return false }
             switch comparison {

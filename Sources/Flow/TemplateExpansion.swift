@@ -7,6 +7,9 @@ extension Template {
     package func expand(_ scope: inout some TemplateScope) -> Result<String, TemplateFailure> {
         if parts.count == 1, case .literal(let literal) = parts[0] { return .success(literal) }
         var text = ""
+        var literalBytes = 0
+        for part in parts { if case .literal(let literal) = part { literalBytes &+= literal.utf8.count } }
+        text.reserveCapacity(literalBytes &+ 24)  // the literals and a few short values: one allocation
         for part in parts {
             switch part {
             case .literal(let literal): text += literal
@@ -247,5 +250,89 @@ package enum RandomText {
             text.append(alphabet[Int(index)])
         }
         return String(decoding: text, as: UTF8.self)
+    }
+}
+
+/// A JSON template compiled to the compact text it expands to (a `send.json` payload): the constant runs (keys,
+/// punctuation, constant values) written once, the templated strings expanded per message straight into the text.
+/// `expand` gives the same bytes as `JSONTemplate.expand` then `formatted(pretty: false)`, without building the
+/// value (no object storage, no member list per message).
+package struct JSONTextTemplate: Sendable {
+    /// A run of constant text, or a templated string: exactly one placeholder keeps the value's JSON type.
+    private enum Segment: Sendable {
+        case text(String)
+        case typed(JSONTemplate)
+        case string(Template)
+    }
+
+    private var segments: [Segment] = []
+    /// The constant text's length, reserved up front.
+    private var constantBytes = 0
+
+    package init(_ template: JSONTemplate) {
+        var pending = ""
+        compile(template, pending: &pending)
+        flush(&pending)
+    }
+
+    private mutating func flush(_ pending: inout String) {
+        guard !pending.isEmpty else { return }
+        constantBytes &+= pending.utf8.count
+        segments.append(.text(pending))
+        pending = ""
+    }
+
+    private mutating func compile(_ template: JSONTemplate, pending: inout String) {
+        switch template {
+        case .constant(let value):
+            pending += value.formatted(pretty: false)
+        case .string(let text):
+            flush(&pending)
+            if text.parts.count == 1, case .value = text.parts[0] {
+                segments.append(.typed(template))
+            } else {
+                segments.append(.string(text))
+            }
+        case .array(let elements):
+            pending += "["
+            for (index, element) in elements.enumerated() {
+                if index > 0 { pending += "," }
+                compile(element, pending: &pending)
+            }
+            pending += "]"
+        case .object(let members):
+            // A member list from a parsed object has unique keys, so the order is the object's.
+            pending += "{"
+            for (index, member) in members.enumerated() {
+                if index > 0 { pending += "," }
+                pending += JSONValue.string(member.key).formatted(pretty: false)
+                pending += ":"
+                compile(member.value, pending: &pending)
+            }
+            pending += "}"
+        }
+    }
+
+    /// The compact JSON text with every template expanded; a missing value fails, naming it.
+    package func expand(_ scope: inout some TemplateScope) -> Result<String, TemplateFailure> {
+        var output = ""
+        output.reserveCapacity(constantBytes &+ 16 &* segments.count)
+        for segment in segments {
+            switch segment {
+            case .text(let text):
+                output += text
+            case .typed(let template):
+                switch template.expand(&scope) {
+                case .failure(let failure): return .failure(failure)
+                case .success(let value): output += value.formatted(pretty: false)
+                }
+            case .string(let template):
+                switch template.expand(&scope) {
+                case .failure(let failure): return .failure(failure)
+                case .success(let text): output += JSONValue.string(text).formatted(pretty: false)
+                }
+            }
+        }
+        return .success(output)
     }
 }

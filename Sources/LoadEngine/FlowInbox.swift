@@ -191,6 +191,9 @@ extension FlowRun {
 
     /// The one wait primitive: suspends the interpreter until the deadline (a loop timer, no task), a matching
     /// message, the stop, or the connection's end — whichever comes first resolves it, exactly once.
+    /// The deadline timer is lazy: one stays armed across waits, and a wait whose deadline is no earlier than the
+    /// armed one's keeps it (when it fires early for this wait it re-arms for the rest), so an expect that matches
+    /// in time costs no timer of its own.
     func wait(_ manager: isolated WebSocketManager, until deadline: LoopClock.Instant,
               expecting expectation: FlowWant?, onDeadline: WaitOutcome) async -> WaitOutcome {
         if isReaderDone { return .closed }
@@ -198,18 +201,45 @@ extension FlowRun {
         waitSerial &+= 1
         let serial = waitSerial
         want = expectation
-        let keepsTimer = faults?.keepsExpectTimerAfterMatch() == true
-        let timer = ScheduledTimer(on: loop, after: clock.now.duration(to: deadline)) { [self] in
+        waitDeadline = deadline
+        waitOnDeadline = onDeadline
+        if faults?.keepsExpectTimerAfterMatch() == true {
+            // A test's fault: this wait's own timer stays armed after the wait and is let through when it fires.
+            let timer = ScheduledTimer(on: loop, after: clock.now.duration(to: deadline)) { [self] in
+                manager.assumeIsolated { _ in self.resolve(onDeadline, serial: serial) }
+            }
+            strandedTimers.append(timer)
+            return await withUnsafeContinuation { continuation = $0 }
+        }
+        if deadlineTimer == nil || deadline < armedDeadline { armDeadline(manager, deadline) }
+        // Every wait is resumed exactly once (``resolve(_:serial:)`` clears the continuation as it resumes it).
+        return await withUnsafeContinuation { continuation = $0 }
+    }
+
+    /// Arms the connection's deadline timer for `deadline` (replacing one armed for later).
+    private func armDeadline(_ manager: isolated WebSocketManager, _ deadline: LoopClock.Instant) {
+        deadlineTimer?.cancel()
+        armedDeadline = deadline
+        deadlineTimer = ScheduledTimer(on: loop, after: clock.now.duration(to: deadline)) { [self] in
             // Timer callbacks run on the loop thread outside any job, where the manager's isolation can be assumed.
-            manager.assumeIsolated { _ in
-                // A stale timer (its wait already resolved) does nothing, unless a test's fault lets it through.
-                guard keepsTimer || (serial == self.waitSerial && self.continuation != nil) else { return }
-                self.resolve(onDeadline, serial: serial)
+            manager.assumeIsolated { manager in
+                let fired = self.armedDeadline
+                self.deadlineTimer = nil
+                // No wait, or a wait due later than this timer (it was armed for an earlier one): re-arm or rest.
+                guard self.continuation != nil, !self.isInterpreterDone else { return }
+                if fired < self.waitDeadline {
+                    self.armDeadline(manager, self.waitDeadline)
+                } else {
+                    self.resolve(self.waitOnDeadline, serial: self.waitSerial)
+                }
             }
         }
-        let outcome = await withCheckedContinuation { continuation = $0 }
-        if !keepsTimer { timer.cancel() } else { strandedTimers.append(timer) }
-        return outcome
+    }
+
+    /// The interpreter has ended: the deadline timer goes with it.
+    func disarmDeadline() {
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
     }
 
     /// Ends the wait `serial` with `outcome`. The oracle's `flow.expect_resolved_once`: a wait is resolved while

@@ -59,6 +59,11 @@ final class FlowNode: Sendable {
     let otherwise: [FlowNode]
     /// A `send` whose payload has no template, encoded once.
     let constant: WebSocketConnection.Message?
+    /// A templated `send`'s references to captured variables and feeder columns (the oracle's definedness check),
+    /// listed once here rather than per message.
+    let capturedReferences: [TemplateValue]
+    /// A templated `send.json`, compiled to its text with holes (no JSON value built per message).
+    let jsonText: JSONTextTemplate?
 
     init(_ step: FlowStep) {
         self.step = step
@@ -82,6 +87,21 @@ final class FlowNode: Sendable {
         case .send(.binary(let bytes)): .binary(bytes)
         case .send(.json(.constant(let value))): .text(value.formatted(pretty: false))
         default: nil
+        }
+        jsonText = switch step.action {
+        case .send(.json(let template)) where constant == nil: JSONTextTemplate(template)
+        default: nil
+        }
+        let references: [TemplateValue] = switch step.action {
+        case .send(.text(let template)): template.references
+        case .send(.json(let template)): template.references
+        default: []
+        }
+        capturedReferences = references.filter { reference in
+            switch reference {
+            case .variable, .feeder: true
+            default: false
+            }
         }
     }
 }

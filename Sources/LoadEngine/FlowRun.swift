@@ -53,7 +53,13 @@ final class FlowRun: @unchecked Sendable {
     static let inboxByteCapacity = 4 << 20
 
     // The one wait in progress (an expect, a think, a paced loop's next start).
-    var continuation: CheckedContinuation<WaitOutcome, Never>?
+    var continuation: UnsafeContinuation<WaitOutcome, Never>?
+    /// The wait in progress: its deadline, and what it ends with there.
+    var waitDeadline = LoopClock.Instant(nanoseconds: 0)
+    var waitOnDeadline = WaitOutcome.elapsed
+    /// The connection's one armed deadline timer (lazy, see ``wait(_:until:expecting:onDeadline:)``), and its instant.
+    var deadlineTimer: ScheduledTimer?
+    var armedDeadline = LoopClock.Instant(nanoseconds: 0)
     /// What the wait in progress takes from the reader (nil: a think or pacing wait, which takes nothing).
     var want: FlowWant?
     var waitSkipped = 0
@@ -107,6 +113,7 @@ final class FlowRun: @unchecked Sendable {
     func interpret(_ manager: isolated WebSocketManager) async -> FlowControl {
         defer {
             isInterpreterDone = true
+            disarmDeadline()
             latch.wake(id)
         }
         var resume = state.resumePoint
@@ -250,7 +257,7 @@ final class FlowRun: @unchecked Sendable {
         if let constant = node.constant {
             message = constant
         } else {
-            guard let built = build(payload, step: node.step) else { return .next }
+            guard let built = build(payload, node: node) else { return .next }
             message = built
         }
         let sentAt = clock.now
@@ -269,22 +276,22 @@ final class FlowRun: @unchecked Sendable {
 
     /// Expands a templated payload; nil (counted `template_undefined`) when a template names a variable or a
     /// feeder column with no value.
-    func build(_ payload: FlowPayload, step: FlowStep) -> WebSocketConnection.Message? {
+    func build(_ payload: FlowPayload, node: FlowNode) -> WebSocketConnection.Message? {
+        let step = node.step
         var scope = state
-        let references: [TemplateValue]
         var message: WebSocketConnection.Message
         var undefined: String?
         switch payload {
         case .text(let template):
-            references = template.references
             switch template.expand(&scope) {
             case .success(let text): message = .text(text)
             case .failure(let failure): (message, undefined) = (.text(""), failure.name)
             }
         case .json(let template):
-            references = template.references
-            switch template.expand(&scope) {
-            case .success(let value): message = .text(value.formatted(pretty: false))
+            let expanded = node.jsonText.map { $0.expand(&scope) }
+                ?? template.expand(&scope).map { $0.formatted(pretty: false) }
+            switch expanded {
+            case .success(let text): message = .text(text)
             case .failure(let failure): (message, undefined) = (.text(""), failure.name)
             }
         case .binary(let bytes):
@@ -296,7 +303,7 @@ final class FlowRun: @unchecked Sendable {
             history.note("template_undefined at \(step.path) (\(undefined))")
             return nil
         }
-        let isDefined = references.allSatisfy { reference in
+        let isDefined = node.capturedReferences.allSatisfy { reference in
             switch reference {
             case .variable(let name): state.variable(name) != nil
             case .feeder(let source, let column): state.feederValue(source: source, column: column) != nil

@@ -111,6 +111,21 @@ struct FlowRunTests {
         #expect(result.invariantsHeld, "\(result.invariants)")
     }
 
+    @Test("a wait after a short one that matched keeps its own deadline (the lazy timer re-arms, never fires early)")
+    func laterDeadlineAfterShortWait() async throws {
+        let flow = B.scenario([
+            B.send(["id": 1]),
+            B.step(.expect(B.expectation("id", equals: 1, within: .milliseconds(200))), name: "short"),
+            B.step(.expect(B.expectation("id", equals: 99, within: .seconds(1))), name: "long"),
+        ])
+        let result = try await run(flow, connections: 1)
+        let metrics = result.scenarios[0].metrics
+        #expect(metrics.step("short") == 1 && metrics.stepErrors("long") == 1)
+        #expect(metrics.errors["expect_timeout"] == 1)
+        #expect(result.elapsed >= .seconds(1), "the long expect timed out at \(result.elapsed), before its 1 s")
+        #expect(result.invariantsHeld, "\(result.invariants)")
+    }
+
     @Test("a counted loop paced at a rate: iterations counted, ${iteration} per iteration, latency per reply")
     func pacedLoop() async throws {
         let body = [

@@ -6,7 +6,8 @@ package enum TemplateValue: Sendable, Hashable {
     case vu
     /// `${iteration}`: the innermost enclosing loop's iteration, from 0 (0 outside loops).
     case iteration
-    /// `${seq}`: the sequence number of the message being built (per connection, from 0, one per send).
+    /// `${seq}`: the sequence number of the message being built: one per send, from 0 when the steps start on a new
+    /// connection (a `reconnect` step keeps counting).
     case sequence
     /// `${uuid}`: a random version-4 UUID, lowercase.
     case uuid

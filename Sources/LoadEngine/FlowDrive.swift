@@ -36,7 +36,11 @@ extension VirtualUser {
     func driveFlow(_ manager: WebSocketManager, flow: FlowPlan, state: FlowState) async -> Ending {
         // A new start of the steps (first connect, or after an unintended drop) clears the captures; a
         // `reconnect` step's resume point keeps them.
-        if state.resumePoint == nil { state.clearCaptures() }
+        // `${seq}` restarts with them: it counts the conversation's sends, across a `reconnect` step.
+        if state.resumePoint == nil {
+            state.clearCaptures()
+            state.sequence = 0
+        }
         let run = FlowRun(id: id, plan: plan, flow: flow, state: state, recorder: recorder, latch: latch, loop: loop,
                           ledger: ledger, history: history)
         let latch = self.latch
@@ -59,7 +63,7 @@ extension VirtualUser {
                 if let flowControl {
                     control = flowControl
                     // The steps ended the connection on purpose, or it dropped under them: the reader ends with it.
-                    if await manager.state != .closed && (flowControl == .dropped || flowControl == .stopped) {
+                    if await manager.state == .open {
                         await manager.beginClosing(code: .normalClosure, reason: "done")
                     }
                 }

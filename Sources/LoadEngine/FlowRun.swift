@@ -103,7 +103,6 @@ final class FlowRun: @unchecked Sendable {
         self.history = history
         faults = plan.faults.flow
         reference = LoopClock().now
-        state.sequence = 0  // `${seq}` counts the sends of each connection from 0
     }
 
     // MARK: The interpreter
@@ -118,14 +117,21 @@ final class FlowRun: @unchecked Sendable {
         }
         var resume = state.resumePoint
         state.resumePoint = nil
-        if let control = await presetHandshake(manager) { return control }
+        if let control = await presetHandshake(manager) {
+            // A refused handshake (CONNECT_ERROR, no ack, the wrong subprotocol) ends the connection on purpose:
+            // left open, the reader would go on answering pings until the run's end.
+            if control == .finish { await closeOnPurpose(manager, code: .normalClosure, reason: "handshake failed") }
+            return control
+        }
         while true {
             position = []
+            let waitsBefore = waitSerial
             let control = await run(manager, flow.nodes, resume: &resume)
             switch control {
             case .restart:
                 state.clearCaptures()
                 if let sessionID { state.define("sid", .string(sessionID)) }
+                await yieldUnlessWaited(since: waitsBefore)
                 continue
             case .next:
                 recorder.flowCompleted += 1
@@ -141,6 +147,13 @@ final class FlowRun: @unchecked Sendable {
                 return control
             }
         }
+    }
+
+    /// A loop iteration (or a restart) that never waited — `mark`, `if`, `think: 0`, sends the socket took at once,
+    /// sends skipped for an undefined template — lets the loop thread run other jobs before the next one: the run's
+    /// stop reaches a connection as a job on its loop, and a step loop that never suspends would never let it in.
+    func yieldUnlessWaited(since waitsBefore: UInt64) async {
+        if waitSerial == waitsBefore { await Task.yield() }
     }
 
     func closeOnPurpose(_ manager: isolated WebSocketManager, code: WebSocketCloseCode, reason: String) async {

@@ -72,8 +72,10 @@ extension FlowRun {
             state.iteration = iteration
             position[position.count - 1].detail = iteration
             recorder.flowIterations &+= 1
+            let waitsBefore = waitSerial
             let control = await run(manager, children, resume: &resume)
             guard control == .next else { return control }
+            await yieldUnlessWaited(since: waitsBefore)
             iteration += 1
         }
     }

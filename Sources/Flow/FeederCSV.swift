@@ -32,6 +32,10 @@ extension FeederTable {
                         return .failure(FeederError(file: file, line: recordLine, column: index + 1,
                                                     message: "the header names column \(name) twice"))
                     }
+                    guard columns.count < maximumColumns else {
+                        return .failure(FeederError(file: file, line: recordLine, column: index + 1,
+                                                    message: "the header has over \(maximumColumns) columns"))
+                    }
                     columns.append(name)
                 }
                 continue
@@ -40,6 +44,9 @@ extension FeederTable {
                 return .failure(FeederError(
                     file: file, line: recordLine, column: min(record.count, columns.count) + 1,
                     message: "the row has \(record.count) fields, the header \(columns.count)"))
+            }
+            if let failure = checkCells(rows: values.count / columns.count + 1, columns: columns.count, file: file, line: recordLine) {
+                return .failure(failure)
             }
             values.append(contentsOf: record.map { .string($0) })
         }

@@ -34,8 +34,17 @@ extension FeederTable {
                 return .failure(FeederError(file: file, line: lineNumber,
                                             message: "a row must be a JSON object, not \(value.kindName)"))
             }
-            for key in object.keys where known.insert(key).inserted { columns.append(key) }
+            for key in object.keys where known.insert(key).inserted {
+                guard columns.count < maximumColumns else {
+                    return .failure(FeederError(file: file, line: lineNumber, message: "the row adds column \(columns.count + 1); "
+                        + "a feeder has at most \(maximumColumns) columns"))
+                }
+                columns.append(key)
+            }
             rows.append(object)
+            if let failure = checkCells(rows: rows.count, columns: columns.count, file: file, line: lineNumber) {
+                return .failure(failure)
+            }
         }
         guard !rows.isEmpty else { return .failure(FeederError(file: file, line: 1, message: "no rows")) }
         guard !columns.isEmpty else {

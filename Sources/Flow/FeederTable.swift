@@ -27,6 +27,19 @@ package struct FeederTable: Sendable {
 extension FeederTable {
     /// The largest feeder file a run reads (64 MiB); the parsers refuse larger input too.
     package static let maximumFileSize = 64 << 20
+    /// The most columns a feeder has (a JSON lines file's union of keys, a CSV header).
+    package static let maximumColumns = 1024
+    /// The most cells (rows × columns) a feeder holds: its values are stored densely, so a JSON lines file of many
+    /// distinct keys would otherwise ask for rows × columns values (terabytes) from a few megabytes of input.
+    package static let maximumCells = 1 << 26
+
+    /// The error for a table that reached `rows` × `columns` cells at `line`, when that is over ``maximumCells``.
+    package static func checkCells(rows: Int, columns: Int, file: String, line: Int) -> FeederError? {
+        let (cells, overflow) = rows.multipliedReportingOverflow(by: columns)
+        guard overflow || cells > maximumCells else { return nil }
+        return FeederError(file: file, line: line, message: "\(rows) rows of \(columns) columns are over the limit of "
+            + "\(maximumCells) values (rows × columns)")
+    }
 
     /// The position of `column` in ``columns``, or nil.
     package func columnIndex(_ column: String) -> Int? { columns.firstIndex(of: column) }

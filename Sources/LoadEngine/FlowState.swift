@@ -33,7 +33,9 @@ final class FlowState: TemplateScope {
         var draw = random
         for name in plan.scenario.feeders {
             guard let table = plan.feeders.tables[name], table.rowCount > 0 else { continue }
-            rows[name] = (table, plan.binding.row(feeder: name, scenarioIndex: plan.scenarioIndex, connection: vu, random: &draw))
+            // nil: a unique feeder has no row for this connection; left unbound, its templates fail (template_undefined).
+            guard let row = plan.binding.row(feeder: name, scenarioIndex: plan.scenarioIndex, connection: vu, random: &draw) else { continue }
+            rows[name] = (table, row)
         }
         self.rows = rows
     }

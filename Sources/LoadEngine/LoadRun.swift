@@ -387,7 +387,8 @@ package struct LoadRun: Sendable {
             // A flow's `${vu}` numbers connections as the unsharded run would: this slice starts at its offset.
             let vuOffset = shard.map { self.profile.scenarios[index].websocket.connections * $0.index / $0.count } ?? 0
             let flow = scenario.websocket.flow.map {
-                FlowPlan($0, profile: profile, scenarioIndex: index, vuOffset: vuOffset)
+                // The unsharded profile: the feeder binding's unique offsets are the whole run's, as `${vu}` is.
+                FlowPlan($0, profile: self.profile, scenarioIndex: index, vuOffset: vuOffset)
             }
             return ScenarioPlan(index: index, scenario: scenario, url: url, configuration: configuration, filler: filler,
                                 stopBound: profile.gracefulStop, faults: faults, flow: flow)

@@ -25,7 +25,14 @@ extension ProfileReader {
         let before = problems.count
         flow.headers = flowHeaders(object["headers"], Self.join(path, "headers"), &declarations)
         flow.query = flowQuery(object["query"], Self.join(path, "query"), &declarations)
-        flow.classify = classifiers(object["classify"], Self.join(path, "classify"), &declarations)
+        if preset != .raw, object["classify"] != nil {
+            // A preset's runtime never offers its messages to the classifiers: they could never match.
+            problem(Self.join(path, "classify"), "only a raw flow classifies messages", hint: preset == .socketio
+                ? "socketio events outside an on are counted by event name (flow.pushed.EVENT)"
+                : "graphql-ws has no unsolicited messages: every result belongs to a query or subscribe")
+        } else {
+            flow.classify = classifiers(object["classify"], Self.join(path, "classify"), &declarations)
+        }
         presetOptions(object, path, into: &flow, &declarations)
         switch preset {
         case .raw: break
@@ -97,6 +104,23 @@ extension ProfileReader {
             headers.append((name, template))
         }
         return headers
+    }
+
+    /// A flow's templated `headers` / `query` and the profile's `auth` must not both set one header or query
+    /// parameter: the handshake would send only one of them (auth's replaces the flow's), silently.
+    mutating func refuseAuthenticationConflicts(_ scenario: Scenario, _ path: String, _ authentication: Profile.Authentication?) {
+        guard let flow = scenario.websocket.flow, let authentication else { return }
+        let (names, key, kind, type, target): ([String], String, String, String, String) = switch authentication.placement {
+        case .bearer: (flow.headers.map(\.name), "headers", "header", "bearer", "Authorization")
+        case .header(let name): (flow.headers.map(\.name), "headers", "header", "header", name)
+        case .query(let name): (flow.query.map(\.name), "query", "query parameter", "query", name)
+        }
+        // Header names are case-insensitive; query parameter names are not.
+        for name in names where key == "headers" ? name.lowercased() == target.lowercased() : name == target {
+            problem(Self.join(Self.join(path, key), TerminalText.printable(name, limit: 80)),
+                    "this \(kind) and auth (type \(type)) both set the \(TerminalText.printable(target, limit: 80)) \(kind)",
+                    hint: "keep one: auth sends the run's token to every connection, the flow's template a value per connection")
+        }
     }
 
     mutating func flowQuery(_ value: JSONValue?, _ path: String, _ declarations: inout FlowDeclarations) -> [(name: String, value: Template)] {

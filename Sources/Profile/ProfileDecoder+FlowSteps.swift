@@ -63,6 +63,14 @@ extension ProfileReader {
                     hint: "this scenario's protocol is \(declarations.preset.rawValue)")
             return nil
         }
+        if action == "expect", declarations.preset != .raw {
+            // A preset's runtime takes every message itself (Engine.IO / Socket.IO, graphql-transport-ws framing):
+            // none would ever reach an expect, so it could only time out.
+            problem(Self.join(path, action), "expect needs \"protocol\": \"raw\"", hint: declarations.preset == .socketio
+                ? "a socketio flow waits for an event with on (or an emit's ack)"
+                : "a graphql-ws flow waits for results with query or subscribe")
+            return nil
+        }
         let actionPath = Self.join(path, action)
         let actionValue = object[action]!
         let decoded: FlowStep.Action?

@@ -44,7 +44,10 @@ extension ProfileReader {
         if let list = required(root, "scenarios", "").flatMap({ array($0, "scenarios") }) {
             if list.isEmpty { problem("scenarios", "must hold at least one scenario") }
             for (index, element) in list.enumerated() {
-                if let scenario = self.scenario(element, "scenarios[\(index)]", feederNames: feederNames) { scenarios.append(scenario) }
+                if let scenario = self.scenario(element, "scenarios[\(index)]", feederNames: feederNames) {
+                    refuseAuthenticationConflicts(scenario, "scenarios[\(index)]", authentication)
+                    scenarios.append(scenario)
+                }
             }
             var seen: Set<String> = []
             for (index, scenario) in scenarios.enumerated() where !seen.insert(scenario.name).inserted {

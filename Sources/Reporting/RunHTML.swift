@@ -109,7 +109,7 @@ package enum RunHTML {
                 default: actual = String(format: "%.1f", value)
                 }
             } else {
-                actual = "no samples"
+                actual = outcome.note ?? "no samples"
             }
             html += "<tr class=\"\(outcome.passed ? "pass" : "fail")\"><td>\(outcome.passed ? "✓" : "✗")</td>"
                 + "<td class=\"text\">\(escape(outcome.threshold.expression))</td><td>\(escape(actual))</td></tr>"

@@ -115,7 +115,7 @@ package enum RunReport {
                 "limit": .number(outcome.threshold.limit),
             ]
             entry["actual"] = outcome.actual.map { .number(($0 * 1000).rounded() / 1000) } ?? .null
-            if outcome.actual == nil { entry["note"] = "no samples" }
+            if outcome.actual == nil { entry["note"] = .string(outcome.note ?? "no samples") }
             entry["abortOnFail"] = .bool(outcome.threshold.abortOnFail)
             return .object(entry)
         })

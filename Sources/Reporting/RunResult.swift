@@ -41,11 +41,15 @@ package struct RunResult: Sendable {
         /// nil when the metric had no samples (a latency threshold then passes vacuously).
         package var actual: Double?
         package var passed: Bool
+        /// Why there is no `actual`, for the report: nil means "no samples"; a step latency threshold whose step
+        /// only failed says so ("no successful execution (3 failed)").
+        package var note: String?
 
-        package init(threshold: Threshold, actual: Double?, passed: Bool) {
+        package init(threshold: Threshold, actual: Double?, passed: Bool, note: String? = nil) {
             self.threshold = threshold
             self.actual = actual
             self.passed = passed
+            self.note = note
         }
     }
 

@@ -48,11 +48,25 @@ package enum ThresholdEvaluator {
         }
     }
 
+    /// A step's latency threshold (`flow.step{step=X}`, `flow.first_result{step=X}`) with no sample to judge: the
+    /// step's failures (`flow.step_errors.X`) when it failed every time it ran, nil when it never ran (or is no
+    /// step's). Every execution failing must not pass the threshold vacuously.
+    package static func failuresWithoutSuccess(_ threshold: Threshold, total: MetricSet, scenarios: [(String, MetricSet)]) -> UInt64? {
+        guard threshold.family == .flowStep || threshold.family == .flowFirstResult, let step = threshold.step else { return nil }
+        let metrics = threshold.scenario.flatMap { name in scenarios.first { $0.0 == name }?.1 } ?? total
+        let failures = metrics.counter(MetricFamily.flowStepErrors.name(step))
+        return failures > 0 ? failures : nil
+    }
+
     package static func evaluate(_ thresholds: [Threshold], total: MetricSet, scenarios: [(String, MetricSet)], seconds: Double)
         -> [RunResult.ThresholdResult]
     {
         thresholds.map { threshold in
             let value = actual(threshold, total: total, scenarios: scenarios, seconds: seconds)
+            if value == nil, let failures = failuresWithoutSuccess(threshold, total: total, scenarios: scenarios) {
+                return RunResult.ThresholdResult(threshold: threshold, actual: nil, passed: false,
+                                                 note: "no successful execution (\(failures) failed)")
+            }
             let passed = value.map { threshold.comparison.holds($0, threshold.limit) } ?? true
             return RunResult.ThresholdResult(threshold: threshold, actual: value, passed: passed)
         }
@@ -61,9 +75,9 @@ package enum ThresholdEvaluator {
     /// The first abort-on-fail threshold that fails now (past its delay), if any.
     package static func firstAbort(_ thresholds: [Threshold], total: MetricSet, scenarios: [(String, MetricSet)], elapsed: Duration) -> String? {
         for threshold in thresholds where threshold.abortOnFail && elapsed >= threshold.abortDelay {
-            if let value = actual(threshold, total: total, scenarios: scenarios, seconds: elapsed.seconds),
-                !threshold.comparison.holds(value, threshold.limit)
-            {
+            if let value = actual(threshold, total: total, scenarios: scenarios, seconds: elapsed.seconds) {
+                if !threshold.comparison.holds(value, threshold.limit) { return threshold.expression }
+            } else if failuresWithoutSuccess(threshold, total: total, scenarios: scenarios) != nil {
                 return threshold.expression
             }
         }

@@ -140,7 +140,7 @@ enum RunSummary {
     }
 
     static func describe(_ outcome: RunResult.ThresholdResult) -> String {
-        guard let actual = outcome.actual else { return "no samples" }
+        guard let actual = outcome.actual else { return outcome.note ?? "no samples" }
         switch (outcome.threshold.metric.kind, outcome.threshold.statistic) {
         case (.latency, .count), (.throughput, .count): return grouped(saturated(actual))
         case (.throughput, _): return formatBytes(saturatedInt64(actual * 1024)) + "/s"

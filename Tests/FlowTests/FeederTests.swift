@@ -99,4 +99,37 @@ struct FeederTests {
         large[1] = UInt8(ascii: "\n")
         #expect(FeederTable.parse(csv: large, file: "large.csv").success?.rowCount == 1)
     }
+
+    @Test("many distinct JSON lines keys are an error at the line adding column 1,025, not a huge allocation")
+    func jsonLinesColumnCap() {
+        // 300,000 lines of one new key each (4 MB): stored densely that was 300,000² cells, a trap.
+        var bytes: [UInt8] = []
+        for index in 0..<300_000 { bytes += Array("{\"k\(index)\":1}\n".utf8) }
+        let error = FeederTable.parse(jsonLines: bytes, file: "keys.jsonl").failure
+        #expect(error?.description == "keys.jsonl:1025: the row adds column 1025; a feeder has at most 1024 columns")
+        // Below the cap, a table of as many columns loads.
+        let fits = (0..<1024).map { "{\"k\($0)\":\($0)}" }.joined(separator: "\n")
+        let table = jsonl(fits).success
+        #expect(table?.columns.count == 1024)
+        #expect(table?.value(row: 1023, column: "k1023") == 1023 && table?.value(row: 1023, column: "k0") == nil)
+    }
+
+    @Test("rows × columns over 2^26 cells is an error at the line that passes it, before the table is stored")
+    func jsonLinesCellCap() {
+        let wide = "{" + (0..<1024).map { "\"c\($0)\":0" }.joined(separator: ",") + "}\n"
+        let rows = FeederTable.maximumCells / 1024  // the lines that fill the cap exactly; one more passes it
+        let bytes = Array(wide.utf8) + Array(String(repeating: "{}\n", count: rows).utf8)
+        let error = FeederTable.parse(jsonLines: bytes, file: "wide.jsonl").failure
+        #expect(error?.description
+            == "wide.jsonl:\(rows + 1): \(rows + 1) rows of 1024 columns are over the limit of 67108864 values (rows × columns)")
+        #expect(FeederTable.checkCells(rows: rows, columns: 1024, file: "f", line: 1) == nil)
+        #expect(FeederTable.checkCells(rows: .max, columns: 2, file: "f", line: 1) != nil)
+    }
+
+    @Test("a CSV header over 1,024 columns is an error at the column past the cap")
+    func csvColumnCap() {
+        let header = (0..<1025).map { "c\($0)" }.joined(separator: ",")
+        #expect(csv(header + "\n").failure?.description == "users.csv:1:1025: the header has over 1024 columns")
+        #expect(csv(header.split(separator: ",").dropLast().joined(separator: ",") + "\n").success?.columns.count == 1024)
+    }
 }

@@ -226,6 +226,55 @@ struct FlowProfileDecoderTests {
         ])
     }
 
+    @Test("expect and classify are raw-only: a preset takes every message itself")
+    func presetRefusesExpectAndClassify() {
+        let expect = #"[{"name": "e", "expect": {"any": true, "within": "1s"}}]"#
+        #expect(flowProblems(flowProfile(rawFlow(expect, extra: #""protocol": "socketio""#))) == [
+            #"scenarios[0].steps[0].expect: expect needs "protocol": "raw" (a socketio flow waits for an event with on (or an emit's ack))"#,
+        ])
+        #expect(flowProblems(flowProfile(rawFlow(#"[{"loop": {"count": 1, "steps": \#(expect)}}]"#, extra: #""protocol": "graphql-ws""#))) == [
+            #"scenarios[0].steps[0].loop.steps[0].expect: expect needs "protocol": "raw" (a graphql-ws flow waits for results with query or subscribe)"#,
+        ])
+        let classify = #""classify": [{"type": "said", "json": [{"path": "$.type", "equals": "said"}]}]"#
+        #expect(flowProblemMessages(flowProfile(rawFlow(#"[{"think": "1ms"}]"#, extra: #""protocol": "socketio", "# + classify))) == [
+            "scenarios[0].classify: only a raw flow classifies messages",
+        ])
+        #expect(flowProblemMessages(flowProfile(rawFlow(#"[{"think": "1ms"}]"#, extra: #""protocol": "graphql-ws", "# + classify))) == [
+            "scenarios[0].classify: only a raw flow classifies messages",
+        ])
+        // Raw flows keep both.
+        #expect(flowProblems(flowProfile(rawFlow(expect, extra: classify))) == [])
+    }
+
+    @Test("a flow's Authorization header and a bearer auth (or header/query auth of the same name) both setting it is a problem")
+    func authorizationConflict() {
+        func profile(auth: String, _ extra: String) -> String {
+            """
+            {"version": 1, "name": "flows", "target": "ws://127.0.0.1:9/", "duration": "10s",
+             "data": {"users": {"file": "users.csv"}}, "auth": \(auth),
+             "scenarios": [{"name": "plain", "pattern": "flow", "connections": 1, "steps": [{"think": "1ms"}]},
+                           \(rawFlow(#"[{"think": "1ms"}]"#, extra: extra))]}
+            """
+        }
+        let header = #""headers": {"authorization": "Bearer ${users.token}"}"#
+        #expect(flowProblems(profile(auth: #"{"type": "bearer", "tokenEnv": "T"}"#, header)) == [
+            "scenarios[1].headers.authorization: this header and auth (type bearer) both set the Authorization header "
+                + "(keep one: auth sends the run's token to every connection, the flow's template a value per connection)",
+        ])
+        #expect(flowProblemMessages(profile(auth: #"{"type": "header", "name": "X-Token", "tokenEnv": "T"}"#,
+                                            #""headers": {"x-token": "${users.token}"}"#)) == [
+            "scenarios[1].headers.x-token: this header and auth (type header) both set the X-Token header",
+        ])
+        #expect(flowProblemMessages(profile(auth: #"{"type": "query", "name": "token", "tokenEnv": "T"}"#,
+                                            #""query": {"token": "${users.token}"}"#)) == [
+            "scenarios[1].query.token: this query parameter and auth (type query) both set the token query parameter",
+        ])
+        // Different names, or no auth: no conflict.
+        #expect(flowProblems(profile(auth: #"{"type": "header", "name": "X-Token", "tokenEnv": "T"}"#, header)) == [])
+        #expect(flowProblems(profile(auth: #"{"type": "query", "name": "Token", "tokenEnv": "T"}"#, #""query": {"token": "${users.token}"}"#)) == [])
+        #expect(flowProblems(flowProfile(data: #""users": {"file": "users.csv"}"#, rawFlow(#"[{"think": "1ms"}]"#, extra: header))) == [])
+    }
+
     @Test("within is required on expect, ping, on, query, subscribe and an awaited ack")
     func missingWithin() {
         #expect(flowProblemMessages(flowProfile(rawFlow(#"[{"name": "e", "expect": {"any": true}}, {"name": "p", "ping": {}}]"#))) == [

@@ -104,9 +104,42 @@ struct FlowProfileFeederTests {
             switch mode {
             case "sequential": #expect(rows == [0, 1, 2, 0, 1, 2, 3])
             case "unique": #expect(rows == [0, 1, 2, 3, 4, 5, 6])
-            default: #expect(rows.allSatisfy { (0..<10).contains($0) })
+            default: #expect(rows.allSatisfy { $0.map { (0..<10).contains($0) } == true })
             }
         }
+    }
+
+    @Test("unique rows: the shards of a two-scenario run bind disjoint rows that cover the table")
+    func uniqueAcrossShards() throws {
+        let directory = try feederDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }  // a leftover temp directory harms nothing
+        let file = try write("token\n" + (0..<200).map { "t\($0)" }.joined(separator: "\n") + "\n", "users.csv", in: directory)
+        var profile = try decode(usersProfile(file: file, mode: "unique", connections: [100, 100]))
+        profile.feederTables = try FeederLoader.load(profile, read: readFile).get()
+        // As the engine binds: from the unsharded profile, with each shard's run-wide `${vu}` (its offset + n).
+        let binding = FeederBinding(profile: profile)
+        var random = SystemRandomNumberGenerator()
+        var rowsByShard: [[Int]] = []
+        for index in 0..<2 {
+            let shard = Shard(index: index, count: 2)
+            var rows: [Int] = []
+            for scenario in 0..<2 {
+                let offset = 100 * shard.index / shard.count
+                for n in 0..<shard.share(of: 100) {
+                    let row = binding.row(feeder: "users", scenarioIndex: scenario, connection: offset + n, random: &random)
+                    rows.append(try #require(row))
+                }
+            }
+            rowsByShard.append(rows)
+        }
+        #expect(Set(rowsByShard[0]).isDisjoint(with: rowsByShard[1]))
+        #expect((rowsByShard[0] + rowsByShard[1]).sorted() == Array(0..<200))
+        // A connection number past the scenario's connections (a ramp that starts connections again) has no row:
+        // never another scenario's, never a wrapped one.
+        #expect(binding.row(feeder: "users", scenarioIndex: 0, connection: 100, random: &random) == nil)
+        #expect(binding.row(feeder: "users", scenarioIndex: 1, connection: 100, random: &random) == nil)
+        #expect(binding.row(feeder: "users", scenarioIndex: 1, connection: 99, random: &random) == 199)
+        #expect(binding.row(feeder: "users", scenarioIndex: 2, connection: 0, random: &random) == nil)
     }
 
     @Test("wsload validate reads the feeders: 0 when good, 66 for a missing file, 65 for a short unique one")

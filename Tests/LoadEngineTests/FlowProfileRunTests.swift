@@ -40,4 +40,36 @@ struct FlowProfileRunTests {
         #expect(metrics.disconnects[1000] == 3 && metrics.disconnects[4000] == nil)
         #expect(result.invariantsHeld, "\(result.invariants)")
     }
+
+    @Test("sharded: each shard binds the unique rows the unsharded run gives its connections")
+    func uniqueRowsAcrossShards() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-flow-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }  // a leftover temp directory harms nothing
+        let file = directory.appendingPathComponent("users.csv")
+        // Rows 0-1 are scenario a's connections 0-1, rows 2-3 scenario b's.
+        #expect(FileManager.default.createFile(atPath: file.path, contents: Data("s,n\na,v0\na,v1\nb,v0\nb,v1\n".utf8)))
+        func scenario(_ name: String) -> String {
+            """
+            {"name": "\(name)", "pattern": "flow", "connections": 2, "steps": [
+              {"send": {"json": {"s": "${users.s}", "n": "${users.n}"}}},
+              {"name": "row", "expect": {"json": [{"path": "$.s", "equals": "\(name)"}, {"path": "$.n", "equals": "v${vu}"}],
+                                         "within": "10s", "skip": 0}}]}
+            """
+        }
+        var profile = try profile("""
+            {"version": 1, "name": "shards", "target": "embedded", "duration": "30s", "seed": 5,
+             "data": {"users": {"file": "\(file.path)", "mode": "unique"}},
+             "scenarios": [\(scenario("a")), \(scenario("b"))]}
+            """)
+        profile.feederTables = try FeederLoader.load(profile) { path in Array(try Data(contentsOf: URL(fileURLWithPath: path))) }.get()
+        for index in 0..<2 {
+            let result = try await LoadRun(profile: profile, shard: Shard(index: index, count: 2)).hostedRun()
+            for scenario in result.scenarios {
+                let metrics = scenario.metrics
+                #expect(metrics.step("row") == 1 && metrics.errors.isEmpty,
+                        "shard \(index + 1)/2, scenario \(scenario.scenario.name): \(metrics.errors)")
+            }
+        }
+    }
 }

@@ -186,4 +186,32 @@ struct FlowReportTests {
         #expect(ThresholdEvaluator.firstAbort([abort], total: metrics, scenarios: [], elapsed: .seconds(5)) == abort.expression)
         #expect(ThresholdEvaluator.firstAbort([abort], total: MetricSet(), scenarios: [], elapsed: .seconds(5)) == nil)
     }
+
+    @Test("a step latency threshold fails when every execution of the step failed; it passes vacuously only when it never ran")
+    func allExecutionsFailed() throws {
+        var failing = MetricSet()
+        failing.counters["flow.step_errors.join"] = 3
+        failing.counters["flow.step_errors.count"] = 2
+        let thresholds = [try threshold("flow.step{step=join} p99 < 50ms"), try threshold("flow.step{step=join} mean < 50ms"),
+                          try threshold("flow.first_result{step=count} p50 < 20ms"), try threshold("flow.step{step=absent} p99 < 50ms")]
+        let outcomes = ThresholdEvaluator.evaluate(thresholds, total: failing, scenarios: [], seconds: 10)
+        #expect(outcomes.map(\.passed) == [false, false, false, true])
+        #expect(outcomes.map(\.actual) == [nil, nil, nil, nil])
+        #expect(outcomes.map(\.note) == ["no successful execution (3 failed)", "no successful execution (3 failed)",
+                                         "no successful execution (2 failed)", nil])
+        // {scenario=X}: that scenario's failures only.
+        let scenarios = [("chat", failing), ("quiet", MetricSet())]
+        let filtered = ThresholdEvaluator.evaluate(
+            [try threshold("flow.step{scenario=quiet,step=join} p99 < 50ms"), try threshold("flow.step{scenario=chat,step=join} p99 < 50ms")],
+            total: failing, scenarios: scenarios, seconds: 10)
+        #expect(filtered.map(\.passed) == [true, false])
+        // One success is measured as usual (the failures are errors{step=join}'s business).
+        failing.histograms["flow.step.join"] = samples(2000, count: 1)
+        #expect(ThresholdEvaluator.evaluate([thresholds[0]], total: failing, scenarios: [], seconds: 10).map(\.passed) == [true])
+        // Abort-on-fail sees it too.
+        var abort = try threshold("flow.step{step=count} p99 < 50ms")
+        abort.abortOnFail = true
+        #expect(ThresholdEvaluator.firstAbort([abort], total: failing, scenarios: [], elapsed: .seconds(1)) == abort.expression)
+        #expect(ThresholdEvaluator.firstAbort([abort], total: MetricSet(), scenarios: [], elapsed: .seconds(1)) == nil)
+    }
 }

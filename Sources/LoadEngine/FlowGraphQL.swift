@@ -5,22 +5,6 @@ import Profile
 import Runtime
 import WebSocket
 
-/// What the server sent for one graphql-ws operation, in order, until the interpreter takes it.
-struct GraphQLOperationEvents {
-    enum Event {
-        case next(JSONValue)
-        case error
-        case complete
-    }
-
-    var pending: [(event: Event, arrival: LoopClock.Instant)] = []
-    /// A `complete` or `error` arrived, or the client sent `complete`: the id takes no more results.
-    var isEnded = false
-    /// The client sent `complete` (unsubscribe, or a step that gave up waiting): results the server had in flight
-    /// are dropped; after the server's own end, more for the id are protocol errors.
-    var isEndedByClient = false
-}
-
 // The graphql-ws preset at run time: connection_init / connection_ack before the first step, pings answered, results
 // routed by operation id; steps `query`, `subscribe` and `unsubscribe`.
 extension FlowRun {
@@ -39,35 +23,43 @@ extension FlowRun {
             do { try await manager.send(text: GraphQLWSMessage.pong(payload: nil).encoded) } catch { return }
             recorder.messagesSent += 1
         case .success(.next(let id, let payload)):
-            route(id, .next(payload), at: item.arrival)
+            route(id, .next(payload), item)
         case .success(.error(let id, _)):
-            route(id, .error, at: item.arrival)
+            route(id, .error, item)
         case .success(.complete(let id)):
-            route(id, .complete, at: item.arrival)
+            route(id, .complete, item)
         case .success(.pong), .success(.connectionInit), .success(.subscribe):
             break
         }
     }
 
-    private func route(_ id: String, _ event: GraphQLOperationEvents.Event, at arrival: LoopClock.Instant) {
-        guard var operation = operations[id] else {
-            // An id this connection never started: the server broke the protocol.
-            return recorder.recordError(EngineErrorCode.graphQLProtocol)
+    private func route(_ id: String, _ kind: GraphQLOperationEvent.Kind, _ item: FlowItem) {
+        let isRunning = operations.isRunning(id)
+        let event = GraphQLOperationEvent(kind, arrival: item.arrival, message: item.message, byteCount: item.byteCount)
+        let route = operations.route(id, event)
+        if isRunning {
+            ledger.check(.graphQLSubscriptionEndsOnce, route != .protocolError, actor: history,
+                         "operation \(id) took a result or an end after it had ended")
         }
-        if operation.isEnded {
-            // Crossing the client's `complete` is allowed; anything after the server's own end is not.
-            if !operation.isEndedByClient { recorder.recordError(EngineErrorCode.graphQLProtocol) }
-            return
+        switch route {
+        case .queued:
+            if case .operation(let awaited)? = want, awaited == id { resolve(.matched(item.arrival, []), serial: waitSerial) }
+        case .pushed:
+            // No step takes it: its step is done, the client ended the operation (a result in flight), or the
+            // step's pending results are at their bound.
+            var message = item.message
+            countPushed(&message)
+        case .absorbed:
+            break
+        case .protocolError:
+            // An id this connection never started, or a result after the server's own end.
+            recorder.recordError(EngineErrorCode.graphQLProtocol)
         }
-        ledger.check(.graphQLSubscriptionEndsOnce, !operation.isEnded, actor: history,
-                     "operation \(id) took a result or an end after it had ended")
-        switch event {
-        case .next: break
-        case .error, .complete: operation.isEnded = true
-        }
-        operation.pending.append((event, arrival))
-        operations[id] = operation
-        if case .operation(let awaited)? = want, awaited == id { resolve(.matched(arrival, []), serial: waitSerial) }
+    }
+
+    /// Results a step did not take (its operation released or ended by the client): counted as pushed.
+    private func countPushed(_ events: [GraphQLOperationEvent]) {
+        for var event in events { countPushed(&event.message) }
     }
 
     /// Before the first step: `connection_init` (its payload expanded) and `connection_ack` within the timeout; the
@@ -102,54 +94,61 @@ extension FlowRun {
         }
     }
 
-    /// Sends `subscribe` for a new operation id; nil when the connection ended or a template failed (counted).
+    /// Sends `subscribe` for a new operation id (at the live bound first ending the oldest operation no step
+    /// takes). Started: the instant the step measures from — a late paced iteration's intended start if this is
+    /// its first send (coordinated omission, as `send` and `emit`), else the send's; ended: the connection ended,
+    /// or a template failed (counted).
     private func startOperation(_ manager: isolated WebSocketManager, _ operation: GraphQLOperation, step: FlowStep,
-                                id: String) async -> FlowControl? {
+                                id: String) async -> OperationStart {
         var scope = state
         guard case .success(let query) = operation.query.expand(&scope) else {
             fail(.templateUndefined, step: step.nameIndex)
-            return .next
+            return .ended(.next)
         }
         var variables: JSONValue?
         if let template = operation.variables {
             guard case .success(let value) = template.expand(&scope) else {
                 fail(.templateUndefined, step: step.nameIndex)
-                return .next
+                return .ended(.next)
             }
             variables = value
         }
-        operations[id] = GraphQLOperationEvents()
+        if let oldest = operations.evictable() { await abandon(manager, oldest) }
+        operations.start(id, step: step.name)
         let text = GraphQLWSMessage.subscribe(id: id, query: query, variables: variables,
                                               operationName: operation.operationName, extensions: nil).encoded
-        do { try await manager.send(text: text) } catch { return isStopRequested || latch.isStopped(self.id) ? .stopped : .dropped }
+        let sentAt = clock.now
+        do { try await manager.send(text: text) } catch {
+            return .ended(isStopRequested || latch.isStopped(self.id) ? .stopped : .dropped)
+        }
         state.sequence &+= 1
+        reference = lateIterationStart ?? sentAt
+        lateIterationStart = nil
         recorder.messagesSent += 1
         recorder.bytesSent += UInt64(text.utf8.count)
-        return nil
+        return .started(reference)
     }
 
     /// A query or subscribe step that failed while its operation still runs: the client ends it (`complete`), so
-    /// the server stops and the id may be used again. A send that fails leaves it to the connection's end.
+    /// the server stops. One the server already ended is only released. A send that fails leaves it to the
+    /// connection's end.
     private func abandon(_ manager: isolated WebSocketManager, _ id: String) async {
-        guard var operation = operations[id], !operation.isEnded else { return }
-        end(&operation, id)
-        operations[id] = operation
+        guard let leftover = operations.endByClient(id) else { return }
+        countPushed(leftover)
         do { try await manager.send(text: GraphQLWSMessage.complete(id: id).encoded) } catch { return }
         recorder.messagesSent += 1
     }
 
-    /// Ends operation `id` on the client's side (checked: at most one end per id).
-    private func end(_ operation: inout GraphQLOperationEvents, _ id: String) {
-        ledger.check(.graphQLSubscriptionEndsOnce, !operation.isEnded, actor: history, "operation \(id) ended twice")
-        operation.isEnded = true
-        operation.isEndedByClient = true
-        operation.pending = []
+    /// The step is done with operation `id` (it goes on until its end, or the client's): what it did not take is
+    /// counted as pushed.
+    private func release(_ id: String) {
+        countPushed(operations.release(id))
     }
 
     /// The next event of operation `id`, waiting up to `within`.
     private func nextEvent(_ manager: isolated WebSocketManager, _ id: String, within: Duration)
-        async -> Result<(GraphQLOperationEvents.Event, LoopClock.Instant), FlowControlOrCode> {
-        if operations[id]?.pending.isEmpty ?? true {
+        async -> Result<GraphQLOperationEvent, FlowControlOrCode> {
+        if operations.pendingCount(id) == 0 {
             switch await wait(manager, until: clock.now.advanced(by: within), expecting: .operation(id),
                               onDeadline: .failed(.expectTimeout)) {
             case .matched: break
@@ -158,50 +157,60 @@ extension FlowRun {
             case .closed, .elapsed: return .failure(.control(.dropped))
             }
         }
-        guard var operation = operations[id], !operation.pending.isEmpty else { return .failure(.code(.expectTimeout)) }
-        let first = operation.pending.removeFirst()
-        operations[id] = operation
-        return .success(first)
+        guard let event = operations.take(id) else { return .failure(.code(.expectTimeout)) }
+        return .success(event)
     }
 
-    /// graphql-ws steps: query (one result, timed), subscribe (count nexts or until complete), unsubscribe.
+    /// graphql-ws steps: query (one result, timed), subscribe (count nexts or until complete), unsubscribe. Every
+    /// execution is a new operation id, so results in flight for an earlier one never reach a later one.
     func graphQLStep(_ manager: isolated WebSocketManager, _ node: FlowNode) async -> FlowControl {
         let step = node.step
         switch step.action {
         case .query(let query):
             let id = "q\(nextOperationID)"
             nextOperationID &+= 1
-            let sentAt = clock.now
-            if let control = await startOperation(manager, query.operation, step: step, id: id) { return control }
+            let from: LoopClock.Instant
+            switch await startOperation(manager, query.operation, step: step, id: id) {
+            case .started(let instant): from = instant
+            case .ended(let control): return control
+            }
             switch await nextEvent(manager, id, within: query.within) {
             case .failure(.control(let control)): return control
             case .failure(.code(let code)):
                 fail(code, step: step.nameIndex)
                 await abandon(manager, id)
                 return await policy(query.onTimeout, manager)
-            case .success((.next(let payload), let arrival)):
+            case .success(let event):
+                guard case .next(let payload) = event.kind else {
+                    release(id)
+                    fail(.graphQLError, step: step.nameIndex)
+                    return await policy(query.onTimeout, manager)
+                }
                 var scope = state
                 guard payload["errors"] == nil, query.match.allHold(on: payload, scope: &scope) else {
                     fail(payload["errors"] == nil ? .expectTimeout : .graphQLError, step: step.nameIndex)
                     await abandon(manager, id)
                     return await policy(query.onTimeout, manager)
                 }
+                release(id)
                 guard case .matched(let captures) = capture(query.captures, from: payload) else {
                     fail(.captureMissing, step: step.nameIndex)
                     return await policy(query.onTimeout, manager)
                 }
                 for capture in captures { state.define(capture.variable, capture.value) }
-                if let index = step.nameIndex { recorder.flowSteps[index].record(microseconds: sentAt.duration(to: arrival)) }
+                if let index = step.nameIndex {
+                    recorder.flowSteps[index].record(microseconds: max(.zero, from.duration(to: event.arrival)))
+                }
                 return .next
-            case .success((.error, _)), .success((.complete, _)):
-                fail(.graphQLError, step: step.nameIndex)
-                return await policy(query.onTimeout, manager)
             }
         case .subscribe(let subscription):
-            let id = step.name ?? "s\(nextOperationID)"
+            let id = "s\(nextOperationID)"
             nextOperationID &+= 1
-            let sentAt = clock.now
-            if let control = await startOperation(manager, subscription.operation, step: step, id: id) { return control }
+            let from: LoopClock.Instant
+            switch await startOperation(manager, subscription.operation, step: step, id: id) {
+            case .started(let instant): from = instant
+            case .ended(let control): return control
+            }
             var received = 0
             while subscription.count.map({ received < $0 }) ?? true {
                 switch await nextEvent(manager, id, within: subscription.within) {
@@ -210,40 +219,62 @@ extension FlowRun {
                     fail(code, step: step.nameIndex)
                     await abandon(manager, id)
                     return await policy(subscription.onTimeout, manager)
-                case .success((.next(let payload), let arrival)):
-                    var scope = state
-                    guard payload["errors"] == nil, subscription.match.allHold(on: payload, scope: &scope) else {
+                case .success(let event):
+                    switch event.kind {
+                    case .next(let payload):
+                        var scope = state
+                        guard payload["errors"] == nil, subscription.match.allHold(on: payload, scope: &scope) else {
+                            fail(.graphQLError, step: step.nameIndex)
+                            await abandon(manager, id)
+                            return await policy(subscription.onTimeout, manager)
+                        }
+                        if received == 0, let index = step.nameIndex {
+                            recorder.flowFirstResults[index].record(microseconds: max(.zero, from.duration(to: event.arrival)))
+                        }
+                        received += 1
+                    case .complete where subscription.count == nil:
+                        release(id)
+                        if let index = step.nameIndex {
+                            recorder.flowSteps[index].record(microseconds: max(.zero, from.duration(to: clock.now)))
+                        }
+                        return .next
+                    case .error, .complete:
+                        release(id)
                         fail(.graphQLError, step: step.nameIndex)
-                        await abandon(manager, id)
                         return await policy(subscription.onTimeout, manager)
                     }
-                    if received == 0, let index = step.nameIndex {
-                        recorder.flowFirstResults[index].record(microseconds: sentAt.duration(to: arrival))
-                    }
-                    received += 1
-                case .success((.complete, _)) where subscription.count == nil:
-                    if let index = step.nameIndex { recorder.flowSteps[index].record(microseconds: sentAt.duration(to: clock.now)) }
-                    return .next
-                case .success((.error, _)), .success((.complete, _)):
-                    fail(.graphQLError, step: step.nameIndex)
-                    return await policy(subscription.onTimeout, manager)
                 }
             }
-            if let index = step.nameIndex { recorder.flowSteps[index].record(microseconds: sentAt.duration(to: clock.now)) }
+            release(id)  // the count reached: the subscription runs on until `unsubscribe`, its results pushed
+            if let index = step.nameIndex {
+                recorder.flowSteps[index].record(microseconds: max(.zero, from.duration(to: clock.now)))
+            }
             return .next
         case .unsubscribe(let name):
-            // Honest: an operation the server (or a failed step) already ended is not ended again.
-            guard var operation = operations[name],
-                  !operation.isEnded || faults?.endsSubscriptionsTwice() == true else { return .next }
-            end(&operation, name)
-            operations[name] = operation
-            do { try await manager.send(text: GraphQLWSMessage.complete(id: name).encoded) } catch { return .dropped }
-            recorder.messagesSent += 1
+            // Every operation of the step still running ends. Honest: one the server (or a failed step) already
+            // ended is not ended again.
+            let running = operations.live(step: name)
+            for id in running { await abandon(manager, id) }
+            // A test's fault ends the last one again although the server has ended it: the checker sees it.
+            if running.isEmpty, faults?.endsSubscriptionsTwice() == true, let id = operations.latest[name] {
+                ledger.check(.graphQLSubscriptionEndsOnce, operations.isRunning(id), actor: history,
+                             "operation \(name) ended twice")
+                do { try await manager.send(text: GraphQLWSMessage.complete(id: id).encoded) } catch { return .dropped }
+                recorder.messagesSent += 1
+            }
             return .next
         default:
             return .next
         }
     }
+}
+
+/// How starting a graphql-ws operation went.
+private enum OperationStart {
+    /// Sent; the step measures from this instant.
+    case started(LoopClock.Instant)
+    /// Not sent: the step (or the flow) goes on with this.
+    case ended(FlowControl)
 }
 
 /// Why waiting for an operation's event ended without one.

@@ -77,12 +77,11 @@ final class FlowRun: @unchecked Sendable {
     var heartbeatInterval: Duration?
     /// A server ping not yet answered (the heartbeat check at the connection's end).
     var isPingUnanswered = false
-    /// Ack ids asked for, and answered, on this connection (the ack check).
-    var issuedAcks: Set<UInt64> = []
-    var answeredAcks: Set<UInt64> = []
+    /// Ack ids asked for and answered (the ack check, bounded), and the ack the emit in progress awaits.
+    var acks = SocketIOAcks()
     // graphql-ws: the acknowledgement and the operations by id.
     var isGraphQLAcknowledged = false
-    var operations: [String: GraphQLOperationEvents] = [:]
+    var operations = GraphQLOperations()
     var nextOperationID: UInt64 = 0
 
     /// Steps of this connection that failed (a group fails when one of its steps did).

@@ -19,7 +19,7 @@ extension FlowRun {
         case .failure:
             recorder.recordError(EngineErrorCode.socketIOProtocol)
         case .success(.open(let handshake)):
-            armHeartbeat(manager, after: handshake.pingInterval + handshake.pingTimeout)
+            armHeartbeat(manager, after: handshake.pingInterval + handshake.pingTimeout + Self.heartbeatGrace)
             await connectNamespace(manager)
         case .success(.ping(let data)):
             isPingUnanswered = true
@@ -52,8 +52,14 @@ extension FlowRun {
         recorder.messagesSent += 1
     }
 
-    /// Engine.IO's heartbeat: the server pings every pingInterval; none within pingInterval + pingTimeout is a
-    /// dead server (`socketio_ping_timeout`, the connection is aborted).
+    /// Added to pingInterval + pingTimeout (what Socket.IO's own JS client waits) before a silent server is dead:
+    /// python-engineio advertises its interval truncated to whole seconds (0 for 0.5 s, 1000 for 1.9 s), so a
+    /// client holding the advertised sum exactly declares a live server dead between two of its pings. Truncation
+    /// loses under a second; one more second also absorbs a busy loop's lateness. A dead server is still found.
+    static let heartbeatGrace: Duration = .seconds(1)
+
+    /// Engine.IO's heartbeat: the server pings every pingInterval; none within pingInterval + pingTimeout (+ the
+    /// ``heartbeatGrace``) is a dead server (`socketio_ping_timeout`, the connection is aborted).
     private func armHeartbeat(_ manager: isolated WebSocketManager, after delay: Duration) {
         heartbeatInterval = delay
         heartbeat?.cancel()
@@ -87,23 +93,31 @@ extension FlowRun {
             item.event = (name, .array(Array(arguments.dropFirst())))
             offer(item)
         case .success(.ack(let ns, let id, let arguments)) where ns == namespace:
-            ledger.check(.flowAckAnsweredOnce, issuedAcks.contains(id) && answeredAcks.insert(id).inserted,
+            let answer = acks.answer(id)
+            ledger.check(.flowAckAnsweredOnce, answer == .first || answer == .forgotten,
                          actor: history, "ack \(id) answered twice, or never asked for")
-            guard case .ack(let awaited, let emit)? = want, awaited == id else { return }  // a late or unknown ack
-            var scope = state
-            let value = JSONValue.array(arguments)
-            guard emit.ackMatch.allHold(on: value, scope: &scope) else {
-                return resolve(.failed(.ackTimeout), serial: waitSerial)
+            guard case .ack(let awaited, let emit)? = want, awaited == id else {
+                // The emit's send is still suspended (backpressure): its ack waits for the wait. Else late or unknown.
+                _ = acks.keepEarly(id, arguments: arguments, arrival: item.arrival)
+                return
             }
-            switch capture(emit.ackCaptures, from: value) {
-            case .matched(let captures): resolve(.matched(item.arrival, captures.map { ($0.variable, $0.value) }), serial: waitSerial)
-            case .captureMissing: resolve(.failed(.captureMissing), serial: waitSerial)
-            case .noMatch: resolve(.failed(.ackTimeout), serial: waitSerial)
-            }
+            resolve(ackOutcome(emit, arguments, arrival: item.arrival), serial: waitSerial)
         case .success(.binaryEvent), .success(.binaryAck):
             recorder.recordError(EngineErrorCode.socketIOBinaryUnsupported)
         case .success:
             break  // another namespace's packet, or a disconnect the close that follows accounts for
+        }
+    }
+
+    /// What an ack makes of the emit awaiting it: matched (with its captures), or failed.
+    private func ackOutcome(_ emit: SocketIOEmit, _ arguments: [JSONValue], arrival: LoopClock.Instant) -> WaitOutcome {
+        var scope = state
+        let value = JSONValue.array(arguments)
+        guard emit.ackMatch.allHold(on: value, scope: &scope) else { return .failed(.ackTimeout) }
+        switch capture(emit.ackCaptures, from: value) {
+        case .matched(let captures): return .matched(arrival, captures.map { ($0.variable, $0.value) })
+        case .captureMissing: return .failed(.captureMissing)
+        case .noMatch: return .failed(.ackTimeout)
         }
     }
 
@@ -163,9 +177,11 @@ extension FlowRun {
         let ackID: UInt64? = emit.ackWithin == nil ? nil : nextAckID
         if let ackID {
             if faults?.reusesAckIDs() != true { nextAckID &+= 1 }
-            ledger.check(.flowAckAnsweredOnce, issuedAcks.insert(ackID).inserted, actor: history,
+            ledger.check(.flowAckAnsweredOnce, acks.ask(ackID), actor: history,
                          "ack id \(ackID) asked for twice on one connection")
+            acks.expect(ackID)  // before the send: an ack arriving while it is suspended is kept
         }
+        defer { acks.endAwait() }
         let text = EngineIOPacket.message(
             SocketIOPacket.event(namespace: flow.scenario.namespace, ackID: ackID, arguments: arguments).encoded).encoded
         let sentAt = clock.now
@@ -177,8 +193,13 @@ extension FlowRun {
         recorder.bytesSent += UInt64(text.utf8.count)
         guard let ackID, let within = emit.ackWithin else { return .next }
         let from = reference
-        switch await wait(manager, until: clock.now.advanced(by: within), expecting: .ack(ackID, emit),
-                          onDeadline: .failed(.ackTimeout)) {
+        let outcome = if let early = acks.takeEarly() {
+            ackOutcome(emit, early.arguments, arrival: early.arrival)
+        } else {
+            await wait(manager, until: clock.now.advanced(by: within), expecting: .ack(ackID, emit),
+                       onDeadline: .failed(.ackTimeout))
+        }
+        switch outcome {
         case .matched(let arrival, let captures):
             for capture in captures { state.define(capture.variable, capture.value) }
             if let nameIndex = step.nameIndex {

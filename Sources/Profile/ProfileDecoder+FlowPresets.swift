@@ -25,11 +25,11 @@ extension ProfileReader {
         let before = problems.count
         flow.headers = flowHeaders(object["headers"], Self.join(path, "headers"), &declarations)
         flow.query = flowQuery(object["query"], Self.join(path, "query"), &declarations)
-        if preset != .raw, object["classify"] != nil {
-            // A preset's runtime never offers its messages to the classifiers: they could never match.
-            problem(Self.join(path, "classify"), "only a raw flow classifies messages", hint: preset == .socketio
-                ? "socketio events outside an on are counted by event name (flow.pushed.EVENT)"
-                : "graphql-ws has no unsolicited messages: every result belongs to a query or subscribe")
+        if preset == .socketio, object["classify"] != nil {
+            // socketio's runtime counts the events no `on` takes by their name; its frames never reach the
+            // classifiers. (graphql-ws classifies the results no step takes: whole messages, `$.id`, `$.type`.)
+            problem(Self.join(path, "classify"), "a socketio flow does not classify messages",
+                    hint: "socketio events outside an on are counted by event name (flow.pushed.EVENT)")
         } else {
             flow.classify = classifiers(object["classify"], Self.join(path, "classify"), &declarations)
         }

@@ -2,7 +2,9 @@
 ///
 /// Every method must be called on ``loop``'s thread: from an actor whose executor is that loop, or a
 /// task that prefers its ``EventLoop/taskExecutor``. A cancelled read, write or handshake closes the
-/// stream (cancellation is structural: no operation outlives its task).
+/// stream (cancellation is structural: no operation outlives its task) — except a write cancelled while it
+/// still waits its turn behind another writer (TLS serializes concurrent writers), which has sent nothing:
+/// it leaves the queue and the stream stays open. Concurrent writes go out whole, in call order.
 public protocol ByteStream: AnyObject, Sendable {
     /// The loop this stream lives on.
     var loop: EventLoop { get }

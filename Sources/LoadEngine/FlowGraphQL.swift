@@ -83,15 +83,7 @@ extension FlowRun {
         }
         recorder.messagesSent += 1
         if isGraphQLAcknowledged { return nil }
-        switch await wait(manager, until: clock.now.advanced(by: flow.scenario.handshakeTimeout), expecting: .handshake,
-                          onDeadline: .failed(.graphQLAckTimeout)) {
-        case .matched: return nil
-        case .failed(let code):
-            fail(code, step: nil)
-            return .finish
-        case .stopped: return .stopped
-        case .closed, .elapsed: return .dropped
-        }
+        return await awaitHandshake(manager, onDeadline: .graphQLAckTimeout)
     }
 
     /// Sends `subscribe` for a new operation id (at the live bound first ending the oldest operation no step

@@ -148,6 +148,20 @@ final class FlowRun: @unchecked Sendable {
         }
     }
 
+    /// Waits for the preset's handshake (the namespace connect, `connection_ack`) within the scenario's timeout: nil
+    /// once it came, else what the interpreter does (a failure counts `code` and finishes the flow).
+    func awaitHandshake(_ manager: isolated WebSocketManager, onDeadline code: EngineErrorCode) async -> FlowControl? {
+        switch await wait(manager, until: clock.now.advanced(by: flow.scenario.handshakeTimeout), expecting: .handshake,
+                          onDeadline: .failed(code)) {
+        case .matched: return nil
+        case .failed(let failure):
+            fail(failure, step: nil)
+            return .finish
+        case .stopped: return .stopped
+        case .closed, .elapsed: return .dropped
+        }
+    }
+
     /// A loop iteration (or a restart) that never waited — `mark`, `if`, `think: 0`, sends the socket took at once,
     /// sends skipped for an undefined template — lets the loop thread run other jobs before the next one: the run's
     /// stop reaches a connection as a job on its loop, and a step loop that never suspends would never let it in.

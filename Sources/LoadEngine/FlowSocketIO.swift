@@ -125,16 +125,7 @@ extension FlowRun {
     func presetHandshake(_ manager: isolated WebSocketManager) async -> FlowControl? {
         if flow.scenario.preset == .graphqlWS { return await graphQLHandshake(manager) }
         guard flow.scenario.preset == .socketio, sessionID == nil else { return nil }
-        let outcome = await wait(manager, until: clock.now.advanced(by: flow.scenario.handshakeTimeout),
-                                 expecting: .handshake, onDeadline: .failed(.socketIOConnectError))
-        switch outcome {
-        case .matched: return nil
-        case .failed(let code):
-            fail(code, step: nil)
-            return .finish
-        case .stopped: return .stopped
-        case .closed, .elapsed: return .dropped
-        }
+        return await awaitHandshake(manager, onDeadline: .socketIOConnectError)
     }
 
     /// emit, on (socketio); query, subscribe, unsubscribe (graphql-ws).

@@ -41,22 +41,33 @@ private func transfersWithZeroBandwidthLimit() async throws {
 
 /// The most established TCP connections to `port` on loopback seen at once (`ss`, iproute2: the kernel's
 /// view, not the client's), sampled from a thread of its own until `process` exits.
-private func peakEstablishedConnections(to port: Int, while process: Process) async -> Int {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
-        Thread {
-            var peak = 0
-            let deadline = ContinuousClock.now + .seconds(60)
-            while process.isRunning && ContinuousClock.now < deadline {
-                // Client-side sockets only (their destination is the server's port).
-                if let sample = try? TestProcess.runWithStatus(["ss", "-Htn", "state", "established", "dst", "127.0.0.1:\(port)"]),
-                    sample.status == 0
-                {
-                    peak = max(peak, sample.output.split(separator: "\n").count)
-                }
-                usleep(10_000)
+private func peakEstablishedConnections(to port: Int, while process: Process) -> () async -> Int {
+    // The sampling thread starts here, synchronously: as an `async let` child it could wait on a busy cooperative
+    // pool (two threads here, shared with every other suite) until the download was over, and see nothing.
+    let peak = Lock(0)
+    let finished = DispatchSemaphore(value: 0)
+    Thread {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning && ContinuousClock.now < deadline {
+            // Client-side sockets only (their destination is the server's port). A failed sample is skipped:
+            // the next one, 10 ms later, counts the same connections.
+            if let sample = try? TestProcess.runWithStatus(["ss", "-Htn", "state", "established", "dst", "127.0.0.1:\(port)"]),
+                sample.status == 0
+            {
+                let count = sample.output.split(separator: "\n").count
+                peak.withLock { $0 = max($0, count) }
             }
-            continuation.resume(returning: peak)
-        }.start()
+            usleep(10_000)
+        }
+        finished.signal()
+    }.start()
+    return {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+            Thread {
+                finished.wait()
+                continuation.resume(returning: peak.withLock { $0 })
+            }.start()
+        }
     }
 }
 
@@ -115,10 +126,10 @@ struct DownloadOptionsTests {
                 "--connections", String(count), "--min-segment", "256k", "--sha256", expected,
             ])
             defer { child.stop() }
-            async let peak = peakEstablishedConnections(to: server.localAddress.port, while: child.process)
+            let peak = peakEstablishedConnections(to: server.localAddress.port, while: child.process)
             let status = try #require(try await child.exitStatus(within: .seconds(60)), "the download did not end within 60 s")
             #expect(status == 0, "\(child.errors)")
-            let observed = await peak
+            let observed = await peak()
             #expect(observed == count, "at most \(observed) connections were open at once, for --connections \(count)")
             #expect(child.output.contains("6 segments over "), "\(child.output)")
         }

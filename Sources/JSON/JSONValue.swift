@@ -37,10 +37,15 @@ package enum JSONValue: Sendable, Equatable {
     package subscript(key: String) -> JSONValue? { objectValue?[key] }
 }
 
-/// A JSON object with its keys in insertion order.
+/// A JSON object with its keys in insertion order. Small objects (most messages a flow matches) are a plain array
+/// of members searched in order; past ``indexThreshold`` members a dictionary from key to position is built too, so
+/// large objects (reports) keep constant-time lookups.
 package struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
-    package private(set) var keys: [String] = []
-    private var values: [String: JSONValue] = [:]
+    private var storage: [(key: String, value: JSONValue)] = []
+    /// Key → position in `storage`, once the object has more than `indexThreshold` members.
+    private var index: [String: Int]?
+    /// The member count up to which a linear search is cheaper than hashing every key.
+    static let indexThreshold = 8
 
     package init() {}
 
@@ -48,22 +53,46 @@ package struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         for (key, value) in elements { self[key] = value }
     }
 
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return storage.firstIndex { $0.key == key }
+    }
+
     package subscript(key: String) -> JSONValue? {
-        get { values[key] }
+        get { position(of: key).map { storage[$0].value } }
         set {
             if let newValue {
-                if values.updateValue(newValue, forKey: key) == nil { keys.append(key) }
-            } else if values.removeValue(forKey: key) != nil {
-                keys.removeAll { $0 == key }
+                if let existing = position(of: key) {
+                    storage[existing].value = newValue
+                } else {
+                    storage.append((key, newValue))
+                    if index != nil {
+                        index![key] = storage.count - 1
+                    } else if storage.count > Self.indexThreshold {
+                        index = Dictionary(uniqueKeysWithValues: storage.enumerated().map { ($0.element.key, $0.offset) })
+                    }
+                }
+            } else if let existing = position(of: key) {
+                storage.remove(at: existing)
+                index = storage.count > Self.indexThreshold
+                    ? Dictionary(uniqueKeysWithValues: storage.enumerated().map { ($0.element.key, $0.offset) }) : nil
             }
         }
     }
 
-    package var count: Int { keys.count }
-    package var isEmpty: Bool { keys.isEmpty }
+    /// The keys in order.
+    package var keys: [String] { storage.map(\.key) }
+    package var count: Int { storage.count }
+    package var isEmpty: Bool { storage.isEmpty }
 
     /// The members in order.
-    package var members: [(key: String, value: JSONValue)] { keys.map { ($0, values[$0]!) } }
+    package var members: [(key: String, value: JSONValue)] { storage }
+
+    /// Equal when the same keys come in the same order with equal values.
+    package static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.storage.count == rhs.storage.count
+            && zip(lhs.storage, rhs.storage).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+    }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,

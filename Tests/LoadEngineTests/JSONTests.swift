@@ -49,4 +49,30 @@ struct JSONTests {
         #expect(try JSONValue(parsing: "1.5").integerValue == nil)
         #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: "1e400") }
     }
+
+    @Test("objects small and large (past the index threshold): lookups, replacement, removal and order agree", arguments: [3, 8, 9, 40])
+    func objectStorage(size: Int) throws {
+        var object = JSONObject()
+        for i in 0..<size { object["k\(i)"] = .number(Double(i)) }
+        #expect(object.count == size && object.keys == (0..<size).map { "k\($0)" })
+        for i in 0..<size { #expect(object["k\(i)"] == .number(Double(i))) }
+        #expect(object["missing"] == nil)
+        object["k0"] = "replaced"  // in place: the order stays
+        #expect(object.keys.first == "k0" && object["k0"] == "replaced" && object.count == size)
+        object["k1"] = nil  // removed: the later members move up and are still found
+        #expect(object.count == size - 1 && object["k1"] == nil && !object.keys.contains("k1"))
+        for i in 2..<size { #expect(object["k\(i)"] == .number(Double(i)), "k\(i) after a removal") }
+        object["new"] = true
+        #expect(object.keys.last == "new" && object["new"] == true)
+        // Equal: the same members in the same order; another order is another object.
+        var copy = JSONObject()
+        for (key, value) in object.members { copy[key] = value }
+        #expect(copy == object)
+        var reordered = JSONObject()
+        for (key, value) in object.members.reversed() { reordered[key] = value }
+        #expect(reordered != object || object.count < 2)
+        // A duplicate key is still an error at its offset, however large the object.
+        let text = "{" + (0..<size).map { "\"k\($0)\": \($0)" }.joined(separator: ", ") + ", \"k\(size - 1)\": 0}"
+        #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: text) }
+    }
 }

@@ -125,12 +125,8 @@ extension ProfileReader {
             let conditionPath = path + "[\(index)]"
             guard let object = object(element, conditionPath, kind: "condition") else { continue }
             let jsonPath = required(object, "path", conditionPath).flatMap { self.jsonPath($0, Self.join(conditionPath, "path")) }
-            let tests = ["equals", "exists", "oneOf", "regex", "lt", "le", "gt", "ge"].filter { object[$0] != nil }
-            guard tests.count == 1, let key = tests.first else {
-                problem(conditionPath, tests.isEmpty ? "needs a test" : "has \(tests.count) tests: " + tests.joined(separator: ", "),
-                        hint: "exactly one of equals, exists, oneOf, regex, lt, le, gt, ge")
-                continue
-            }
+            guard let key = exactlyOneKey(of: ["equals", "exists", "oneOf", "regex", "lt", "le", "gt", "ge"], in: object,
+                                          conditionPath, missing: "needs a test", plural: "tests") else { continue }
             let testPath = Self.join(conditionPath, key)
             let test: JSONCondition.Test?
             switch key {
@@ -181,12 +177,8 @@ extension ProfileReader {
 
     /// The matcher of an `expect` or a `classify` entry: exactly one of `json`, `text`, `binary`, `any`.
     mutating func messageMatcher(_ object: JSONObject, _ path: String, _ declarations: inout FlowDeclarations) -> MessageMatcher? {
-        let kinds = ["json", "text", "binary", "any"].filter { object[$0] != nil }
-        guard kinds.count == 1, let kind = kinds.first else {
-            problem(path, kinds.isEmpty ? "needs a matcher" : "has \(kinds.count) matchers: " + kinds.joined(separator: ", "),
-                    hint: "exactly one of json, text, binary, any")
-            return nil
-        }
+        guard let kind = exactlyOneKey(of: ["json", "text", "binary", "any"], in: object, path, missing: "needs a matcher",
+                                       plural: "matchers") else { return nil }
         let matcherPath = Self.join(path, kind)
         switch kind {
         case "json": return conditions(object[kind], matcherPath, &declarations).map { .json($0) }

@@ -203,9 +203,7 @@ extension ProfileReader {
                 problem(Self.join(path, key), "applies to an awaited ack", hint: "set \"ack\": true")
             }
         }
-        let within = ack ? required(object, "within", path, hint: "how long to await the ack").flatMap {
-            duration($0, Self.join(path, "within"), minimum: .milliseconds(1))
-        } : nil
+        let within = ack ? requiredWithin(object, path, hint: "how long to await the ack") : nil
         let match = object["match"] == nil ? [] : conditions(object["match"], Self.join(path, "match"), &declarations)
         let captures = self.captures(object["capture"], Self.join(path, "capture"), groups: nil, allowsPaths: true, &declarations)
         let policy = choice(object["onTimeout"], Self.join(path, "onTimeout"), as: FlowFailurePolicy.self)
@@ -224,9 +222,7 @@ extension ProfileReader {
         let before = problems.count
         let event = required(object, "event", path).flatMap { string($0, Self.join(path, "event")) }
         let match = object["match"] == nil ? [] : conditions(object["match"], Self.join(path, "match"), &declarations)
-        let within = required(object, "within", path, hint: "how long to wait, e.g. \"2s\"").flatMap {
-            duration($0, Self.join(path, "within"), minimum: .milliseconds(1))
-        }
+        let within = requiredWithin(object, path, hint: "how long to wait, e.g. \"2s\"")
         let from = object["from"] == nil ? nil : mark(from: object["from"], Self.join(path, "from"), declarations)
         let skip = integer(object["skip"], Self.join(path, "skip"), in: 0...1_000_000)
         let policy = choice(object["onTimeout"], Self.join(path, "onTimeout"), as: FlowFailurePolicy.self)
@@ -259,9 +255,7 @@ extension ProfileReader {
         guard let object = object(value, path, kind: "graphqlQuery") else { return nil }
         let before = problems.count
         let operation = graphQLOperation(object, path, &declarations)
-        let within = required(object, "within", path, hint: "how long to await the result").flatMap {
-            duration($0, Self.join(path, "within"), minimum: .milliseconds(1))
-        }
+        let within = requiredWithin(object, path, hint: "how long to await the result")
         let match = object["match"] == nil ? [] : conditions(object["match"], Self.join(path, "match"), &declarations)
         let policy = choice(object["onTimeout"], Self.join(path, "onTimeout"), as: FlowFailurePolicy.self)
         let captures = self.captures(object["capture"], Self.join(path, "capture"), groups: nil, allowsPaths: true, &declarations)
@@ -278,9 +272,7 @@ extension ProfileReader {
         let before = problems.count
         let operation = graphQLOperation(object, path, &declarations)
         let count = integer(object["count"], Self.join(path, "count"), in: 1...1_000_000_000)
-        let within = required(object, "within", path, hint: "how long to await each result").flatMap {
-            duration($0, Self.join(path, "within"), minimum: .milliseconds(1))
-        }
+        let within = requiredWithin(object, path, hint: "how long to await each result")
         let match = object["match"] == nil ? [] : conditions(object["match"], Self.join(path, "match"), &declarations)
         let policy = choice(object["onTimeout"], Self.join(path, "onTimeout"), as: FlowFailurePolicy.self)
         guard problems.count == before, let operation, let within, let match else { return nil }

@@ -31,12 +31,8 @@ extension ProfileReader {
 
     mutating func step(_ value: JSONValue, _ path: String, _ declarations: inout FlowDeclarations, connections: Int) -> FlowStep? {
         guard let object = object(value, path, kind: "flowStep") else { return nil }
-        let actions = Self.flowActions.filter { object[$0] != nil }
-        guard actions.count == 1, let action = actions.first else {
-            problem(path, actions.isEmpty ? "has no action" : "has \(actions.count) actions: " + actions.joined(separator: ", "),
-                    hint: "exactly one of " + Self.flowActions.joined(separator: ", "))
-            return nil
-        }
+        guard let action = exactlyOneKey(of: Self.flowActions, in: object, path, missing: "has no action", plural: "actions")
+        else { return nil }
         let before = problems.count
         // The name is declared before the step's body, so a group's name comes before the names inside it.
         var name: String?
@@ -84,7 +80,7 @@ extension ProfileReader {
             decoded = body(group, "steps", actionPath, &declarations, connections: connections).map { .group($0) }
         case "ping":
             guard let ping = self.object(actionValue, actionPath, kind: "ping") else { return nil }
-            let within = required(ping, "within", actionPath).flatMap { duration($0, Self.join(actionPath, "within"), minimum: .milliseconds(1)) }
+            let within = requiredWithin(ping, actionPath)
             let policy = choice(ping["onTimeout"], Self.join(actionPath, "onTimeout"), as: FlowFailurePolicy.self) ?? .continue
             decoded = within.map { .ping(within: $0, onTimeout: policy) }
         case "close": decoded = closeStep(actionValue, actionPath)
@@ -117,12 +113,8 @@ extension ProfileReader {
 
     mutating func send(_ value: JSONValue, _ path: String, _ declarations: inout FlowDeclarations) -> FlowPayload? {
         guard let object = object(value, path, kind: "send") else { return nil }
-        let kinds = ["text", "binary", "json"].filter { object[$0] != nil }
-        guard kinds.count == 1, let kind = kinds.first else {
-            problem(path, kinds.isEmpty ? "needs a payload" : "has \(kinds.count) payloads: " + kinds.joined(separator: ", "),
-                    hint: "exactly one of text, binary, json")
-            return nil
-        }
+        guard let kind = exactlyOneKey(of: ["text", "binary", "json"], in: object, path, missing: "needs a payload",
+                                       plural: "payloads") else { return nil }
         let payloadPath = Self.join(path, kind)
         switch kind {
         case "text": return template(object[kind], payloadPath, &declarations).map { .text($0) }
@@ -145,13 +137,16 @@ extension ProfileReader {
         return mark
     }
 
+    /// A timed step's required `within`: how long it waits, at least 1 ms.
+    mutating func requiredWithin(_ object: JSONObject, _ path: String, hint: String? = nil) -> Duration? {
+        required(object, "within", path, hint: hint).flatMap { duration($0, Self.join(path, "within"), minimum: .milliseconds(1)) }
+    }
+
     mutating func expectation(_ value: JSONValue, _ path: String, _ declarations: inout FlowDeclarations) -> FlowExpectation? {
         guard let object = object(value, path, kind: "expect") else { return nil }
         let before = problems.count
         let matcher = messageMatcher(object, path, &declarations)
-        let within = required(object, "within", path, hint: "how long to wait, e.g. \"2s\"").flatMap {
-            duration($0, Self.join(path, "within"), minimum: .milliseconds(1))
-        }
+        let within = requiredWithin(object, path, hint: "how long to wait, e.g. \"2s\"")
         let from = object["from"] == nil ? nil : mark(from: object["from"], Self.join(path, "from"), declarations)
         let skip = integer(object["skip"], Self.join(path, "skip"), in: 0...1_000_000)
         let policy = choice(object["onTimeout"], Self.join(path, "onTimeout"), as: FlowFailurePolicy.self)

@@ -32,6 +32,20 @@ struct ProfileReader {
         return object
     }
 
+    /// The one key of `choices` that `object` has (a step's action, a payload's kind, a matcher, a condition's test);
+    /// none or several is a problem at `path`: `missing` (e.g. "needs a payload"), or "has 2 payloads: text, json".
+    mutating func exactlyOneKey(
+        of choices: [String], in object: JSONObject, _ path: String, missing: String, plural: String
+    ) -> String? {
+        let present = choices.filter { object[$0] != nil }
+        guard present.count == 1, let key = present.first else {
+            problem(path, present.isEmpty ? missing : "has \(present.count) \(plural): " + present.joined(separator: ", "),
+                    hint: "exactly one of " + choices.joined(separator: ", "))
+            return nil
+        }
+        return key
+    }
+
     mutating func required(_ object: JSONObject, _ key: String, _ path: String, hint: String? = nil) -> JSONValue? {
         if let value = object[key] { return value }
         problem(Self.join(path, key), "is required", hint: hint)

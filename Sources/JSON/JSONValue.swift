@@ -53,6 +53,10 @@ package struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
         for (key, value) in elements { self[key] = value }
     }
 
+    private static func index(of storage: [(key: String, value: JSONValue)]) -> [String: Int] {
+        Dictionary(uniqueKeysWithValues: storage.enumerated().map { ($0.element.key, $0.offset) })
+    }
+
     private func position(of key: String) -> Int? {
         if let index { return index[key] }
         return storage.firstIndex { $0.key == key }
@@ -69,13 +73,12 @@ package struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
                     if index != nil {
                         index![key] = storage.count - 1
                     } else if storage.count > Self.indexThreshold {
-                        index = Dictionary(uniqueKeysWithValues: storage.enumerated().map { ($0.element.key, $0.offset) })
+                        index = Self.index(of: storage)
                     }
                 }
             } else if let existing = position(of: key) {
                 storage.remove(at: existing)
-                index = storage.count > Self.indexThreshold
-                    ? Dictionary(uniqueKeysWithValues: storage.enumerated().map { ($0.element.key, $0.offset) }) : nil
+                index = storage.count > Self.indexThreshold ? Self.index(of: storage) : nil
             }
         }
     }

@@ -68,10 +68,8 @@ package struct GraphQLOperations {
     }
 
     private var live: [String: Operation] = [:]
-    /// Recently ended ids → ended by the client; `recentOrder` a ring of them, oldest at `recentHead`.
-    private var recent: [String: Bool] = [:]
-    private var recentOrder: [String] = []
-    private var recentHead = 0
+    /// Recently ended ids → ended by the client.
+    private var recent = RecentKeys<String, Bool>(capacity: recentCapacity)
     private var serial: UInt64 = 0
     /// The last operation id each step started (bounded by the steps' names).
     package private(set) var latest: [String: String] = [:]
@@ -175,13 +173,6 @@ package struct GraphQLOperations {
 
     private mutating func forget(_ id: String, byClient: Bool) {
         live[id] = nil
-        if recent.updateValue(byClient, forKey: id) != nil { return }
-        if recentOrder.count < Self.recentCapacity {
-            recentOrder.append(id)
-        } else {
-            recent[recentOrder[recentHead]] = nil
-            recentOrder[recentHead] = id
-            recentHead = (recentHead + 1) % Self.recentCapacity
-        }
+        recent.set(byClient, for: id)
     }
 }

@@ -20,10 +20,8 @@ package struct SocketIOAcks {
         case forgotten
     }
 
-    /// Asked-for ids → answered; `order` a ring of them, oldest at `head`.
-    private var answered: [UInt64: Bool] = [:]
-    private var order: [UInt64] = []
-    private var head = 0
+    /// Asked-for ids → answered.
+    private var answered = RecentKeys<UInt64, Bool>(capacity: window)
     private var highest: UInt64?
     /// The ack id the `emit` in progress awaits (set before its send, cleared when its wait ends).
     package private(set) var awaited: UInt64?
@@ -39,14 +37,7 @@ package struct SocketIOAcks {
     package mutating func ask(_ id: UInt64) -> Bool {
         highest = max(highest ?? id, id)
         if answered[id] != nil { return false }
-        answered[id] = false
-        if order.count < Self.window {
-            order.append(id)
-        } else {
-            answered[order[head]] = nil
-            order[head] = id
-            head = (head + 1) % Self.window
-        }
+        answered.set(false, for: id)
         return true
     }
 
@@ -58,7 +49,7 @@ package struct SocketIOAcks {
             return .forgotten
         }
         if wasAnswered { return .duplicate }
-        answered[id] = true
+        answered.set(true, for: id)
         return .first
     }
 

@@ -42,8 +42,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "LiveView",
+            dependencies: ["Histogram", "HTTP1", "JSON", "LoadEngine", "Profile", "Reporting", "Runtime"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "WSLoadCLI",
-            dependencies: ["Runtime", "Clients", "Crypto", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LoadEngine", "Profile", "Reporting", "RunHost"],
+            dependencies: ["Runtime", "Clients", "Crypto", "EmbeddedServer", "WebSocket", "HTTP1", "JSON", "LiveView", "LoadEngine", "Profile", "Reporting", "RunHost"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
@@ -64,9 +69,13 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport", "wsload-runtime-probe"]),
         .testTarget(
             name: "WSLoadCLITests",
-            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON", "LoadEngine", "Profile", "Reporting", "RunHost"]
+            dependencies: ["WSLoadCLI", "TestSupport", "Runtime", "Clients", "Crypto", "HTTP1", "WebSocket", "EmbeddedServer", "JSON", "LiveView", "LoadEngine", "Profile", "Reporting", "RunHost"]
         ),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
+        .testTarget(
+            name: "LiveViewTests",
+            dependencies: ["LiveView", "Histogram", "HTTP1", "JSON", "LoadEngine", "Profile", "Reporting", "Runtime", "TestSupport"]
+        ),
         .testTarget(name: "FlowTests", dependencies: ["Flow", "JSON", "Crypto"]),
         .testTarget(name: "EmbeddedServerTests", dependencies: ["EmbeddedServer", "Crypto", "HTTP1", "JSON", "Runtime", "TestSupport", "WebSocket", "WebSocketIO"]),
         .testTarget(name: "HistogramTests", dependencies: ["Crypto", "Histogram", "Runtime", "TestSupport"]),

@@ -37,6 +37,8 @@ struct ConnectionFleet {
 
     /// Connections the ramps want now (the progress line's target).
     var targetCount: Int { active.reduce(0) { $0 + $1.count } }
+    /// Connections scenario `index`'s ramp wants now.
+    func targetCount(scenario index: Int) -> Int { active[index].count }
 
     /// Whether every scenario has started all its connections and every one has ended (spent its budget or
     /// gave up): nothing is left to run.

@@ -122,9 +122,16 @@ struct Coordinator {
         lastGather = elapsed
         if closesInterval { journalInterval(tally.closeInterval(at: elapsed, liveConnections: live)) }
         abortedBy = ThresholdEvaluator.firstAbort(profile.thresholds, total: tally.total, scenarios: namedTotals, elapsed: elapsed)
-        onProgress?(RunProgress(
+        guard let onProgress else { return }
+        var progress = RunProgress(
             elapsed: elapsed, duration: profile.duration, liveConnections: live, targetConnections: fleet.targetCount,
-            recent: recent, recentSeconds: seconds, total: tally.total, isStopping: false))
+            recent: recent, recentSeconds: seconds, total: tally.total, isStopping: false)
+        progress.scenarios = fleet.plans.indices.map {
+            ScenarioProgress(name: fleet.plans[$0].scenario.name, liveConnections: tally.scenarioLive[$0],
+                             targetConnections: fleet.targetCount(scenario: $0), total: tally.scenarioTotals[$0])
+        }
+        progress.invariants = tally.invariants
+        onProgress(progress)
     }
 
     /// Appends a closed interval to the journal (one write and one fsync per interval, never per message).

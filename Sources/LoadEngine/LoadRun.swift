@@ -28,6 +28,27 @@ package struct RunProgress: Sendable {
     /// `gracefulStop`.
     package var isStopping: Bool
     package var stopTimeLeft: Duration = .zero
+    /// Per scenario, in the profile's order: its name, live connections, the target it follows and its totals so
+    /// far (what `--metrics` labels by scenario and `--dashboard` shows). Empty while stopping.
+    package var scenarios: [ScenarioProgress] = []
+    /// Every invariant check and violation so far (cumulative).
+    package var invariants = InvariantReport()
+}
+
+/// One scenario's share of a ``RunProgress``.
+package struct ScenarioProgress: Sendable {
+    package var name: String
+    package var liveConnections: Int
+    package var targetConnections: Int
+    /// Everything the scenario recorded so far (cumulative, histograms lossless).
+    package var total: MetricSet
+
+    package init(name: String, liveConnections: Int, targetConnections: Int, total: MetricSet) {
+        self.name = name
+        self.liveConnections = liveConnections
+        self.targetConnections = targetConnections
+        self.total = total
+    }
 }
 
 /// Applies a chaos timeline's action to the server under load (the embedded server's, handed in by whoever

@@ -14,6 +14,8 @@ struct RunTally {
     private var currentScenarioIntervals: [MetricSet]
     private var currentInvariants = InvariantReport()
     private var intervalStart = Duration.zero
+    /// Live connections per scenario at the last gather.
+    private(set) var scenarioLive: [Int]
     private(set) var invariants = InvariantReport()
     /// Reconnect attempts and unintended drops per 100 ms, summed over the loops.
     private var reconnectsByTick: [UInt64: UInt64] = [:]
@@ -22,6 +24,7 @@ struct RunTally {
     init(scenarioCount: Int) {
         scenarioTotals = Array(repeating: MetricSet(), count: scenarioCount)
         currentScenarioIntervals = scenarioTotals
+        scenarioLive = Array(repeating: 0, count: scenarioCount)
     }
 
     /// Takes every recorder's snapshot (on its loop) and every ledger's, and adds them in. Returns what was
@@ -35,12 +38,14 @@ struct RunTally {
         var recent = MetricSet()
         var live = 0
         for (scenarioIndex, loopRecorders) in fleet.recorders.enumerated() {
+            scenarioLive[scenarioIndex] = 0
             for (loopIndex, recorder) in loopRecorders.enumerated() {
                 let snapshot = await onLoop(fleet.loops[loopIndex]) { recorder.takeSnapshot() }
                 Self.add(snapshot.metrics, to: &scenarioTotals[scenarioIndex])
                 Self.add(snapshot.metrics, to: &currentScenarioIntervals[scenarioIndex])
                 Self.add(snapshot.metrics, to: &recent)
                 live += snapshot.liveConnections
+                scenarioLive[scenarioIndex] += snapshot.liveConnections
                 for (tick, count) in snapshot.reconnectsByTick { reconnectsByTick[tick, default: 0] += count }
                 for (tick, count) in snapshot.dropsByTick { dropsByTick[tick, default: 0] += count }
             }

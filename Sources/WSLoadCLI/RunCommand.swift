@@ -45,6 +45,13 @@ enum RunCommand: Subcommand {
           --loops <n>             Event loops (threads). (default: the profile's, or one per core)
           --hlog <file>           Also write the interval histograms as an HdrHistogram log.
           --html <file>           Also write the HTML report (one self-contained file).
+          --junit <file>          Also write thresholds and invariants as JUnit XML test cases.
+          --metrics <addr>        Serve live Prometheus metrics at http://<addr>/metrics while the run goes
+                                  (<port>, <host>:<port> or [<ipv6>]:<port>; the host defaults to 127.0.0.1).
+          --metrics-buckets <n>   Prometheus histogram buckets per doubling of the value, 1-16. (default: 4)
+          --dashboard <addr>      Serve a live dashboard at http://<addr>/ while the run goes.
+          --linger <duration>     Keep --metrics and --dashboard serving the final figures this long after
+                                  the run. (default: 0s)
           --json                  Print the report JSON on stdout instead of the summary.
           --quiet                 No progress and no summary; only errors and the exit code.
           -h, --help              Show help information.
@@ -64,13 +71,16 @@ enum RunCommand: Subcommand {
         }
         let options: Arguments
         let overrides: ProfileOverrides
+        let liveOptions: LiveOutputs.Options
         var shard: Shard?
         do {
             options = try Arguments(
                 Array(arguments.dropFirst()),
-                valueOptions: Arguments.profileOverrideOptions.union(["shard", "out", "report-dir", "hlog", "html"]),
+                valueOptions: Arguments.profileOverrideOptions.union(["shard", "out", "report-dir", "hlog", "html", "junit"])
+                    .union(LiveOutputs.valueOptions),
                 flagOptions: ["json", "quiet"])
             overrides = try options.profileOverrides()
+            liveOptions = try LiveOutputs.Options(options)
             if let text = options.value("shard") {
                 guard let parsed = Shard(parsing: text) else { throw UsageError("--shard: \"\(text)\" is not i/n with 1 ≤ i ≤ n ≤ 1000") }
                 shard = parsed
@@ -118,10 +128,18 @@ enum RunCommand: Subcommand {
             return .failure
         }
         defer { _ = signalLoop.shutdown() }
+        let live: LiveOutputs
+        do {
+            live = try await LiveOutputs.start(liveOptions, profile: profile, runID: journal.runID, shard: shard, output: output,
+                                               isQuiet: isQuiet)
+        } catch {
+            output.printError("Error: \(error)")
+            return .failure
+        }
         let outcome: Result<RunResult, any Error>
         do {
             let result = try await withShutdownSignals(on: signalLoop) { shutdown in
-                var run = LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0) })
+                var run = LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0); live.update($0) })
                 run.journal = journal
                 return try await RunHost(run).run()
             }
@@ -134,6 +152,7 @@ enum RunCommand: Subcommand {
         switch outcome {
         case .failure(let error):
             journal.close()  // whatever it holds stays recoverable
+            await live.stop()
             let exit = exitCode(forFailedRun: error)
             output.printError(exit == .internalError
                 ? "Internal error (a bug in wsload; please report it): \(error)" : "Error: \(error)")
@@ -169,8 +188,19 @@ enum RunCommand: Subcommand {
         if exit == .success, writeExports(of: result, toolVersion: WSLoad.version, options: options, output: output) == nil {
             exit = .ioError
         }
-        if exit != .success { return exit }
-        if !isQuiet { output.printError("report: \(reportPath)") }
+        if exit == .success, let junit = options.value("junit"), !writeJUnit(of: result, to: junit, output: output) {
+            exit = .ioError
+        }
+        if exit == .success {
+            if !isQuiet { output.printError("report: \(reportPath)") }
+            exit = verdict(of: result, output: output)
+        }
+        await live.finish(result, exitCode: exit)
+        return exit
+    }
+
+    /// The exit code of a run whose report and exports were written.
+    static func verdict(of result: RunResult, output: CommandOutput) -> ExitCode {
         if result.interruptedBy != nil { return .interrupted }
         let attempts = result.total.counter(.connectAttempts)
         if attempts > 0 && result.total.counter(.connectionsOpened) == 0 {

@@ -37,7 +37,10 @@ enum RunCommand: Subcommand {
         OPTIONS:
           --target <url>          Run against this ws:// or wss:// URL (or "embedded") instead of the
                                   profile's target.
-          --shard <i/n>           Run the i-th of n equal slices of the profile (merge the n reports).
+          --shard <i/n|auto>      Run the i-th of n equal slices of the profile (merge the n reports);
+                                  "auto": the slice from a Slurm job array task (SLURM_ARRAY_TASK_*) or a
+                                  Kubernetes Indexed Job pod (JOB_COMPLETION_INDEX, with --shards or WSLOAD_SHARDS).
+          --shards <n>            With --shard auto: the number of shards (must match a Slurm array's count).
           --out <file>            Write the report to this file instead.
           --report-dir <dir>      Write the report into this directory instead.
           --duration <duration>   Run this long instead of the profile's duration.
@@ -76,14 +79,15 @@ enum RunCommand: Subcommand {
         do {
             options = try Arguments(
                 Array(arguments.dropFirst()),
-                valueOptions: Arguments.profileOverrideOptions.union(["shard", "out", "report-dir", "hlog", "html", "junit"])
+                valueOptions: Arguments.profileOverrideOptions.union(["shard", "shards", "out", "report-dir", "hlog", "html", "junit"])
                     .union(LiveOutputs.valueOptions),
                 flagOptions: ["json", "quiet"])
             overrides = try options.profileOverrides()
             liveOptions = try LiveOutputs.Options(options)
             if let text = options.value("shard") {
-                guard let parsed = Shard(parsing: text) else { throw UsageError("--shard: \"\(text)\" is not i/n with 1 ≤ i ≤ n ≤ 1000") }
-                shard = parsed
+                shard = try Self.shard(text, shards: options.integer("shards", in: 1...Shard.maximumCount))
+            } else if options.value("shards") != nil {
+                throw UsageError("--shards: only with --shard auto")
             }
         } catch {
             output.printError("Error: \(error). See 'wsload run --help'.")

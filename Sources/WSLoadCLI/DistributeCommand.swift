@@ -107,6 +107,10 @@ enum DistributeCommand: Subcommand {
         case .success(let path):
             directory = path
         }
+        if case .slurm = request.engine, let refusal = SlurmScripts.refusal(ofDirectory: directory) {
+            output.printError("Error: --out \(request.out) is \(directory): \(refusal)")
+            return .ioError
+        }
         let plan = request.plan(profile: profile, profileText: profileText, directory: directory)
         let files: [GeneratedFile]
         var directories: [String] = []

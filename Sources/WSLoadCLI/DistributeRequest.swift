@@ -41,7 +41,9 @@ extension DistributeCommand {
             if let time, time <= .zero { throw UsageError("--time: a time limit must be longer than 0s") }
             target = try options.profileOverrides().target
             switch engine {
-            case .slurm: self.engine = .slurm(try Self.slurmOptions(options, workingDirectory: workingDirectory))
+            case .slurm:
+                if let refusal = SlurmScripts.refusal(ofDirectory: self.out) { throw UsageError("--out: \(refusal)") }
+                self.engine = .slurm(try Self.slurmOptions(options, workingDirectory: workingDirectory))
             case .kubernetes: self.engine = .kubernetes(try Self.kubernetesOptions(options, now: now))
             }
         }

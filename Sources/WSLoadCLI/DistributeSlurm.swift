@@ -2,8 +2,10 @@
 /// and a merge job that waits for them (`afterok`). Pure: a plan in, the files' text out.
 ///
 /// Every sbatch option is given on sbatch's command line in `submit.sh`, shell-quoted, rather than as `#SBATCH`
-/// lines (sbatch reads those with its own rules, where a path with spaces or quotes is not one word). The job runs in
-/// DIR (`--chdir`), so the log pattern holds no path: Slurm reads `%` and `\` in a pattern as its own symbols.
+/// lines (sbatch reads those with its own rules, where a path with spaces or quotes is not one word). The log
+/// paths are filename patterns (sbatch(1), "filename pattern"), where Slurm expands `%` symbols over the whole path
+/// (a relative one after prefixing the job's directory): DIR's own `%` is written `%%`, and a DIR with a backslash,
+/// which turns the expansion off for the whole pattern, is refused (``refusal(ofDirectory:)``).
 enum SlurmScripts {
     /// The Slurm side of the command line.
     struct Options: Sendable, Equatable {
@@ -44,6 +46,16 @@ enum SlurmScripts {
         name == "time" || name == "partition" ? " (use wsload distribute's --\(name))" : ""
     }
 
+    /// Why DIR cannot hold a Slurm run's logs, or nil if it can.
+    static func refusal(ofDirectory path: String) -> String? {
+        path.contains("\\") ? "a backslash in the path turns off Slurm's %A/%a log names (sbatch(1), filename pattern)" : nil
+    }
+
+    /// `path` as a literal in a Slurm filename pattern.
+    static func patternLiteral(_ path: String) -> String {
+        path.replacingOccurrences(of: "%", with: "%%")
+    }
+
     /// `submit.sh`, `wsload.sbatch` and `merge.sbatch`.
     static func files(_ plan: DistributionPlan, _ options: Options) -> [GeneratedFile] {
         [
@@ -70,6 +82,7 @@ enum SlurmScripts {
         common += options.sbatchOptions
         let commonWords = common.isEmpty ? "" : " " + DistributeText.shellWords(common)
         let merged = plan.directory + "/" + plan.mergedReportName
+        let logs = patternLiteral(plan.directory + "/logs")
         return """
             #!/bin/sh
             # Submits the wsload run of profile \(plan.profileName) to Slurm: \(plan.shards) shards as one job array, then a
@@ -89,7 +102,7 @@ enum SlurmScripts {
             date -u +%Y-%m-%dT%H:%M:%SZ >"$dir/launch-time.new"
             mv "$dir/launch-time.new" "$dir/launch-time"
             array=$(sbatch --parsable --array=0-\(plan.shards - 1) --job-name=\(word(jobName)) --chdir="$dir" \\
-                --output='logs/%x-%A_%a.out' --time=\(timeText(plan.timeLimit))\(commonWords) "$dir/wsload.sbatch") || {
+                --output=\(word(logs + "/%x-%A_%a.out")) --time=\(timeText(plan.timeLimit))\(commonWords) "$dir/wsload.sbatch") || {
                 rm -f "$dir/launch-time"
                 echo "submit.sh: sbatch refused the shards' job array (its message is above)" >&2
                 exit 1
@@ -97,7 +110,7 @@ enum SlurmScripts {
             array=${array%%;*}
             # afterok: only when every shard succeeded; a shard that failed cancels the merge instead of leaving it pending.
             merge=$(sbatch --parsable --dependency="afterok:$array" --kill-on-invalid-dep=yes \\
-                --job-name=\(word(jobName + "-merge")) --chdir="$dir" --output='logs/%x-%j.out' \\
+                --job-name=\(word(jobName + "-merge")) --chdir="$dir" --output=\(word(logs + "/%x-%j.out")) \\
                 --time=\(mergeTimeLimit)\(commonWords) "$dir/merge.sbatch") || {
                 echo "submit.sh: sbatch refused the merge job; cancelling the shards (job $array)" >&2
                 scancel "$array" && rm -f "$dir/launch-time"

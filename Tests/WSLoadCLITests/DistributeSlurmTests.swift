@@ -54,16 +54,19 @@ struct DistributeSlurmTests {
         let options = SlurmScripts.Options(wsload: wsload, partition: "debug", sbatchOptions: ["--comment=a 'b' $(c)", "--exclusive"])
         #expect(DistributeFiles.write(SlurmScripts.files(plan, options), directories: ["reports", "logs"], into: plan.directory) == nil)
         let dir = plan.directory
+        // A log path is a Slurm filename pattern: DIR's own % doubled.
+        let logs = dir.replacingOccurrences(of: "%", with: "%%") + "/logs"
+        #expect(logs.contains("%%x %%%%"))
 
         let submitted = try await runScript(["sh", dir + "/submit.sh"], prependingPath: scratch.file("bin"))
         #expect(submitted.status == 0, "\(submitted.errors)")
         #expect(try scratch.recorded("sbatch", call: 1) == [
-            "--parsable", "--array=0-3", "--job-name=wsload-echo-run_1.v2", "--chdir=\(dir)", "--output=logs/%x-%A_%a.out",
+            "--parsable", "--array=0-3", "--job-name=wsload-echo-run_1.v2", "--chdir=\(dir)", "--output=\(logs)/%x-%A_%a.out",
             "--time=00:05:45", "--partition=debug", "--comment=a 'b' $(c)", "--exclusive", dir + "/wsload.sbatch",
         ])
         #expect(try scratch.recorded("sbatch", call: 2) == [
             "--parsable", "--dependency=afterok:101", "--kill-on-invalid-dep=yes", "--job-name=wsload-echo-run_1.v2-merge",
-            "--chdir=\(dir)", "--output=logs/%x-%j.out", "--time=00:30:00", "--partition=debug", "--comment=a 'b' $(c)",
+            "--chdir=\(dir)", "--output=\(logs)/%x-%j.out", "--time=00:30:00", "--partition=debug", "--comment=a 'b' $(c)",
             "--exclusive", dir + "/merge.sbatch",
         ])
         #expect(submitted.output.hasPrefix("array job: 101 (4 shards, starting at "), "\(submitted.output)")
@@ -150,7 +153,7 @@ struct DistributeSlurmTests {
 
     @Test("refuses a DIR that is a file or not empty, and writes nothing")
     func refusesDirectory() async throws {
-        let scratch = try DistributeScratch()
+        let scratch = try DistributeScratch(name: slurmHostileName)
         let profile = try scratch.write("echo.json", profileText)
         try scratch.write("busy/keep.txt", "mine")
         let busy = await runDistribute(["distribute", "slurm", profile, "--shards", "2", "--out", scratch.file("busy")])
@@ -191,12 +194,13 @@ struct DistributeSlurmTests {
         (["P", "--shards", "4", "--out", "O", "--sbatch-option=--time=10"], "(use wsload distribute's --time)"),
         (["P", "--shards", "4", "--out", "O", "--sbatch-option=--dependency=afterany:1"], "the generated --dependency"),
         (["P", "--shards", "4", "--out", "O", "--image", "x"], "unknown option '--image'"),
+        (["P", "--shards", "4", "--out", "O\\x"], "--out: a backslash in the path turns off Slurm's %A/%a log names"),
     ])
     func optionErrors(arguments: [String], message: String) async throws {
         let scratch = try DistributeScratch(hostile: false)
         let profile = try scratch.write("echo.json", profileText)
         let out = scratch.file("out")
-        let resolved = arguments.map { $0 == "P" ? profile : $0 == "O" ? out : $0 }
+        let resolved = arguments.map { $0 == "P" ? profile : $0.hasPrefix("O") ? out + $0.dropFirst() : $0 }
         let result = await runDistribute(["distribute", "slurm"] + resolved)
         #expect(result.code == .usage)
         #expect(result.error.contains(message), "\(result.error)")

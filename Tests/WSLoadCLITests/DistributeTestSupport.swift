@@ -7,12 +7,15 @@ import TestSupport
 /// glob, spaces and a newline. A script that mis-quotes any of it either fails or creates `…/pwned`.
 let hostileName = "we'ird \"dir\" $(touch pwned) `touch pwned` \\ %x %% * ; &\nline"
 
+/// ``hostileName`` without the backslash, which `wsload distribute slurm` refuses in DIR (Slurm's log patterns).
+let slurmHostileName = hostileName.replacingOccurrences(of: "\\ ", with: "")
+
 /// A scratch directory whose own name is hostile, removed with the value.
 final class DistributeScratch: @unchecked Sendable {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-dist-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
     let path: String
-    init(hostile: Bool = true) throws {
-        path = root + "/" + (hostile ? hostileName : "plain")
+    init(hostile: Bool = true, name: String = hostileName) throws {
+        path = root + "/" + (hostile ? name : "plain")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
     deinit { try? FileManager.default.removeItem(atPath: root) }

@@ -111,7 +111,7 @@ enum CompareCommand: Subcommand {
         }
         if !failures.isEmpty {
             for (row, budget) in failures {
-                output.printError("regression: \(row.metric) \(row.statistic) \(describeChange(row)) beyond the budget \(budget)")
+                output.printError("regression: \(row.metric) \(row.statistic) \(FigureText.change(row)) beyond the budget \(budget)")
             }
             return .regression
         }
@@ -140,26 +140,6 @@ enum CompareCommand: Subcommand {
         return .success(reports)
     }
 
-    static func format(_ value: Double, unit: String) -> String {
-        switch unit {
-        case Metric.Unit.microseconds.rawValue: formatMicroseconds(value)
-        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(saturatedInt64(value * 1024)) + "/s"
-        case "/s": grouped(saturated(value.rounded()))
-        default: String(format1: value * 100) + "%"
-        }
-    }
-
-    static func describeChange(_ row: ComparisonRow) -> String {
-        guard let change = row.changePercent else { return "from 0" }
-        return (change >= 0 ? "+" : "") + String(format1: change) + "%"
-    }
-
-    static func describePValue(_ p: Double) -> String {
-        guard p >= 0.001 else { return "p<0.001" }
-        let thousandths = saturated((p * 1000).rounded())
-        return thousandths >= 1000 ? "p=1.000" : "p=0." + String(thousandths).leftPadded(to: 3, with: "0")
-    }
-
     static func table(rows: [ComparisonRow], sides: [ComparisonSide], budgets: [RegressionBudget], alpha: Double, markdown: Bool) -> String {
         var lines: [[String]] = [["metric", "base", "head", "change", "", ""]]
         for row in rows {
@@ -167,10 +147,10 @@ enum CompareCommand: Subcommand {
             let exceeded = budget?.isExceeded(by: row, alpha: alpha) == true
             // Flow rows carry step names from the report's profile: shown through printable, like any file-supplied text.
             lines.append([
-                TerminalText.printable("\(row.metric) \(row.statistic)", limit: 120), format(row.base, unit: row.unit),
-                format(row.head, unit: row.unit),
-                row.presence != .both ? row.presence.rawValue : row.isSignificant(alpha: alpha) ? describeChange(row) : "~",
-                "(\(describePValue(row.pValue)))",
+                TerminalText.printable("\(row.metric) \(row.statistic)", limit: 120), FigureText.statistic(row.base, unit: row.unit),
+                FigureText.statistic(row.head, unit: row.unit),
+                row.presence != .both ? row.presence.rawValue : row.isSignificant(alpha: alpha) ? FigureText.change(row) : "~",
+                "(\(FigureText.pValue(row.pValue)))",
                 exceeded ? "REGRESSION (budget \(budget!.percent >= 0 ? "+" : "")\(String(format1: budget!.percent))%)" : "",
             ])
         }

@@ -8,6 +8,7 @@ import Profile
 package struct JUnitReport: Sendable, Equatable {
     /// One check: passed (with what was measured in `output`), failed, or skipped (nothing to judge).
     package struct TestCase: Sendable, Equatable {
+        /// What became of the check.
         package enum Outcome: Sendable, Equatable {
             case passed
             /// `message` is the one line a CI system shows; `type` names the kind of check; `details` is the body.
@@ -29,6 +30,7 @@ package struct JUnitReport: Sendable, Equatable {
         }
     }
 
+    /// A group of cases (`thresholds`, `invariants`, `budgets`) with when it ran and for how long.
     package struct TestSuite: Sendable, Equatable {
         package var name: String
         package var timestamp: Date

@@ -17,11 +17,13 @@ fi
 state=$(mkdir -p "$state" && cd "$state" && pwd)
 export SLURM_CONF=$state/slurm.conf
 
-# Waits up to 10 s for process $1 to end, then kills it.
+# Waits up to 10 s for process $1 to end, then kills it. A zombie has ended: where nothing reaps orphans (a sandbox's
+# PID 1 here), a daemon stays "<defunct>" for good, and kill -0 still finds it.
 wait_gone() {
     local pid=$1 attempt
     for attempt in $(seq 100); do
         kill -0 "$pid" 2>/dev/null || return 0
+        [[ "$(ps -o stat= -p "$pid" 2>/dev/null)" == Z* ]] && return 0
         sleep 0.1
     done
     kill -9 "$pid" 2>/dev/null || true

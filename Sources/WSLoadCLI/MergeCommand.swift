@@ -16,10 +16,16 @@ enum MergeCommand: Subcommand {
         different profiles (digests), shards of different splits, a shard given twice, histograms of
         different layouts, or an incomplete report (recovered from a run journal) are refused. The merged report goes to --out (or stdout).
 
+        Reports given different start times (run.startAt, from 'run --start-at') are refused unless
+        --allow-different-starts. The merged report keeps run.startAt and records run.startSkew: the
+        seconds from the earliest shard's actual start to the latest's.
+
         USAGE: wsload merge <report.json> <report.json>... [-o <merged.json>]
 
         OPTIONS:
           -o, --out <file>        Write the merged report here (atomically) instead of stdout.
+          --allow-different-starts
+                                  Merge reports whose run.startAt differ (the merged report has none).
           -h, --help              Show help information.
 
         """
@@ -27,6 +33,7 @@ enum MergeCommand: Subcommand {
     static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
         var inputs: [String] = []
         var out: String?
+        var allowsDifferentStarts = false
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -41,6 +48,8 @@ enum MergeCommand: Subcommand {
             }
             if argument.hasPrefix("--out=") {
                 out = String(argument.dropFirst("--out=".count))
+            } else if argument == "--allow-different-starts" {
+                allowsDifferentStarts = true
             } else if argument.hasPrefix("-") {
                 output.printError("Error: unknown option '\(argument)'. See 'wsload merge --help'.")
                 return .usage
@@ -72,7 +81,7 @@ enum MergeCommand: Subcommand {
         }
         let merged: RunResult
         do {
-            merged = try ReportMerger.merge(reports)
+            merged = try ReportMerger.merge(reports, allowsDifferentStarts: allowsDifferentStarts)
         } catch {
             output.printError("Error: \(error)")
             return .invalidInput

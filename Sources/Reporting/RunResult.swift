@@ -103,13 +103,15 @@ package struct RunResult: Sendable {
 
     /// The one way a result is assembled — by the run's coordinator and by the report reader — so a new field
     /// is a new parameter both must pass. Thresholds are not passed: they are evaluated here, against the
-    /// totals over the planned part of the run (``evaluateThresholds()``).
+    /// totals over the planned part of the run (``evaluateThresholds()``). `scheduledStart` defaults to none only for
+    /// the fixtures of tests written before it existed: every producer (the run, the reader, the journal recovery)
+    /// passes it.
     package init(
         profile: Profile, seed: UInt64, loops: Int, startedAt: Date, endedAt: Date, elapsed: Duration,
         interruptedBy: String?, abortedBy: String?, scenarios: [ScenarioResult], total: MetricSet, intervals: [Interval],
         unfinishedConnections: Int, liveHandlesAfterStop: Int, waitingTasksAfterStop: Int, shard: Shard?,
         mergedFrom: [String], invariants: InvariantReport, chaos: [ChaosRecord], reconnectStorm: ReconnectStorm?,
-        scheduledStart: ScheduledStart?
+        scheduledStart: ScheduledStart? = nil
     ) {
         self.profile = profile
         self.seed = seed

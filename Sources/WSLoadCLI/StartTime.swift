@@ -62,6 +62,9 @@ enum RFC3339 {
             return .failure("\(pad(hour)):\(pad(minute)):\(pad(second)) is not a time of day")
         }
         var nanoseconds = 0
+        if scanner.take(",") {
+            return .failure("a decimal comma is ISO 8601's, not RFC 3339's (GNU date -Ins writes one; use --rfc-3339=ns)")
+        }
         if scanner.take(".") {
             var count = 0
             while let digit = scanner.digit() {

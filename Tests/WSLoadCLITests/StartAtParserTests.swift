@@ -56,6 +56,7 @@ struct StartAtParserTests {
         #expect(reason("2026-12-01T23:60:00Z") == "23:60:00 is not a time of day")
         #expect(reason("2026-12-01T23:30:61Z") == "23:30:61 is not a time of day")
         #expect(reason("2026-12-01T23:30:00.Z") == "expected digits after the decimal point")
+        #expect(reason("2026-12-01T23:30:00,250+00:00").hasPrefix("a decimal comma is ISO 8601's"), "date -Ins")
         #expect(reason("2026-12-01T23:30:00.1234567890Z") == "more than 9 fractional digits")
         #expect(reason("2026-12-01T23:30:00Z ") == "unexpected text after the offset")
         #expect(reason("2026-12-01T23:30:00ZZ") == "unexpected text after the offset")

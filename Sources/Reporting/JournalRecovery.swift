@@ -128,7 +128,7 @@ package struct JournalRecovery: Sendable {
             abortedBy: nil,
             scenarios: header.profile.scenarios.indices.map { .init(scenario: header.profile.scenarios[$0], metrics: scenarioTotals[$0]) },
             total: total, intervals: intervals, unfinishedConnections: 0, liveHandlesAfterStop: 0, waitingTasksAfterStop: 0,
-            shard: header.shard, mergedFrom: [], invariants: invariants, chaos: [], reconnectStorm: nil)
+            shard: header.shard, mergedFrom: [], invariants: invariants, chaos: [], reconnectStorm: nil, scheduledStart: nil)
         result.recoveredFrom = name
         if let id = header.runID { result.runID = id }  // the run's own id: merge refuses it beside the run's report
         toolVersion = header.toolVersion

@@ -29,6 +29,13 @@ wait_gone() {
     kill -9 "$pid" 2>/dev/null || true
 }
 
+# Starts a daemon with every signal at its default and unblocked (a caller may block some: a test harness's threads
+# hand SIGTERM blocked to what they spawn, and bash passes the mask on, so slurmd and munged would never stop on it),
+# its stdio going nowhere (a caller capturing this script's output is not held open).
+start() {
+    env --default-signal "$@" </dev/null >/dev/null 2>&1
+}
+
 if [[ "$command" == down ]]; then
     # scontrol shutdown stops slurmctld and every slurmd; the pid files catch what it missed.
     [[ -f "$SLURM_CONF" ]] && scontrol shutdown >/dev/null 2>&1 || true
@@ -62,7 +69,7 @@ install -d -o munge -g munge -m 0700 /etc/munge /var/lib/munge /var/log/munge
 chown munge:munge /etc/munge/munge.key
 chmod 0400 /etc/munge/munge.key
 if ! { [[ -S /run/munge/munge.socket.2 ]] && munge -n </dev/null >/dev/null 2>&1; }; then
-    runuser -u munge -- munged
+    start runuser -u munge -- munged
     touch "$state/munged.started"
 fi
 for attempt in $(seq 50); do
@@ -104,10 +111,9 @@ $hardware NodeAddr=127.0.0.1 RealMemory=$memory State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 EOF
 
-# Both daemonize; their stdio goes nowhere, so a caller that captures this script's output is not held open.
-# Starting them again while they run restarts them (they find the old ones by the pid files).
-slurmctld -i </dev/null >/dev/null 2>&1  # -i: no state files yet on a first start
-slurmd </dev/null >/dev/null 2>&1
+# Both daemonize. Starting them again while they run restarts them (they find the old ones by the pid files).
+start slurmctld -i  # -i: no state files yet on a first start
+start slurmd
 for attempt in $(seq 300); do
     case "$(sinfo -h -N -o %t 2>/dev/null)" in
         idle*) echo "export SLURM_CONF=$SLURM_CONF"; exit 0 ;;

@@ -130,6 +130,8 @@ struct DistributeSlurmClusterTests {
         #expect(value(report, "run", "startAt")?.stringValue == starts.first)
         let skew = try #require(value(report, "run", "startSkew")?.numberValue, "run.startSkew is recorded")
         #expect(skew >= 0 && skew < 5, "a skew of \(skew) s: not below the lead")
+        // DIR's name has quotes, $(…), %x, a newline: Slurm and the scripts took it as one path.
+        #expect(!scratch.wasInjected)
         let late = shards.map { value($0, "run", "lateBy")?.numberValue ?? 0 }
         print("slurm end to end: cluster up in \(upTime); submit to merged report \(elapsed); start skew across 4 shards "
             + "\(Int((skew * 1000).rounded())) ms; lateBy \(late.map { "\(Int(($0 * 1000).rounded())) ms" }); "

@@ -59,8 +59,8 @@ enum DistributeCommand: Subcommand {
     static let commonOptions: Set<String> = ["shards", "out", "lead", "time", "target"]
     static let slurmOptions: Set<String> = ["partition", "wsload", "sbatch-option"]
     static let kubernetesOptions: Set<String> = ["image", "reports-claim", "cpu", "memory", "token-secret"]
-    /// The most `--lead` may be: `wsload run --start-at` refuses a start more than 24 hours ahead.
-    static let maximumLead: Duration = .seconds(24 * 3600)
+    /// The most `--lead` may be: `wsload run --start-at` refuses a start further ahead.
+    static let maximumLead: Duration = .seconds(StartAtOption.maximumLead)
     /// What `--time` adds by default to the run's duration, its gracefulStop and the lead.
     static let timeMargin: Duration = .seconds(300)
 

@@ -35,7 +35,8 @@ extension DistributeCommand {
             self.shards = shards
             lead = try options.duration("lead") ?? .seconds(30)
             guard lead >= .zero, lead <= DistributeCommand.maximumLead else {
-                throw UsageError("--lead: \(formatDuration(lead)) is more than 24 hours (wsload run refuses a start that far ahead)")
+                throw UsageError("--lead: \(formatDuration(lead)) is more than \(formatDuration(DistributeCommand.maximumLead)) "
+                    + "(wsload run refuses a start that far ahead)")
             }
             time = try options.duration("time")
             if let time, time <= .zero { throw UsageError("--time: a time limit must be longer than 0s") }

@@ -180,7 +180,7 @@ struct DistributeSlurmTests {
         (["P", "--shards", "1001", "--out", "O"], "--shards: \"1001\""),
         (["P", "--shards", "four", "--out", "O"], "--shards: \"four\""),
         (["P", "--shards", "4"], "--out is required"),
-        (["P", "--shards", "4", "--out", "O", "--lead", "25h"], "--lead: 25h00m is more than 24 hours"),
+        (["P", "--shards", "4", "--out", "O", "--lead", "25h"], "--lead: 25h00m is more than 24h00m"),
         (["P", "--shards", "4", "--out", "O", "--lead", "soon"], "--lead: \"soon\" is not a duration"),
         (["P", "--shards", "4", "--out", "O", "--time", "0s"], "--time: a time limit must be longer than 0s"),
         (["P", "--shards", "4", "--out", "O", "--target", "http://x/"], "--target:"),

@@ -96,8 +96,8 @@ extension Shard {
             self = try Self.slurmShard(id: id, environment: environment, requested: count)
         case (nil, .some(let index)):
             guard let count else {
-                throw EnvironmentError("\(Variable.completionIndex) is set but not the shard count (an Indexed Job's pods know "
-                    + "only their index): give --shards N or set \(Variable.shardCount)")
+                throw EnvironmentError("\(Variable.completionIndex) is set but not the shard count (an Indexed Job's pods "
+                    + "know only their index): give --shards N or set \(Variable.shardCount)")
             }
             let position = try Self.number(index, Variable.completionIndex)
             guard position < count.value else {
@@ -167,7 +167,8 @@ extension Shard {
 
     /// A variable's value as a whole number: 1 to 9 decimal digits, nothing else (no sign, no spaces).
     private static func number(_ text: String, _ name: String) throws(EnvironmentError) -> Int {
-        guard (1...9).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(text) else {
+        guard (1...9).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(text)
+        else {
             let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
             throw EnvironmentError("\(name)=\(shown.debugDescription) is not a whole number (decimal digits only)")
         }

@@ -11,7 +11,9 @@ enum DistributeFiles {
     static func prepare(_ path: String) -> Result<String, Failure> {
         var status = stat()
         if stat(path, &status) == 0 {
-            guard status.st_mode & S_IFMT == S_IFDIR else { return .failure(Failure(description: "exists and is not a directory")) }
+            guard status.st_mode & S_IFMT == S_IFDIR else {
+                return .failure(Failure(description: "exists and is not a directory"))
+            }
             let entries: [String]
             do {
                 entries = try FileManager.default.contentsOfDirectory(atPath: path)
@@ -19,8 +21,8 @@ enum DistributeFiles {
                 return .failure(Failure(description: "cannot be read: \(error.localizedDescription)"))
             }
             guard entries.isEmpty else {
-                return .failure(Failure(description: "exists and is not empty (\(entries.count) entries); nothing is overwritten: "
-                    + "give a new directory"))
+                return .failure(Failure(
+                    description: "exists and is not empty (\(entries.count) entries); nothing is overwritten: give a new directory"))
             }
         } else {
             do {
@@ -56,7 +58,8 @@ enum DistributeFiles {
         }
         for file in files {
             let path = directory + "/" + file.name
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, file.isExecutable ? 0o755 : 0o644)
+            let mode: mode_t = file.isExecutable ? 0o755 : 0o644
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
             guard descriptor >= 0 else {
                 let reason = String(cString: strerror(errno))
                 undo()

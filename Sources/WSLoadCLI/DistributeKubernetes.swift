@@ -135,7 +135,7 @@ enum KubernetesManifests {
                         "containers": [container],
                         "volumes": [
                             ["name": "profile", "configMap": ["name": .string(names.configMap)]],
-                            ["name": "reports", "persistentVolumeClaim": ["claimName": .string(options.reportsClaim)]],
+                            claimVolume(options),
                             ["name": "tmp", "emptyDir": [:]],
                         ],
                     ],
@@ -166,7 +166,7 @@ enum KubernetesManifests {
                     "spec": [
                         "restartPolicy": "Never",
                         "containers": [container],
-                        "volumes": [["name": "reports", "persistentVolumeClaim": ["claimName": .string(options.reportsClaim)]]],
+                        "volumes": [claimVolume(options)],
                     ],
                 ],
             ],
@@ -187,9 +187,11 @@ enum KubernetesManifests {
                     "command": ["sleep", "3600"],
                     "resources": ["requests": ["cpu": "10m", "memory": "16Mi"], "limits": ["memory": "64Mi"]],
                     "securityContext": containerSecurity,
-                    "volumeMounts": [["name": "reports", "mountPath": "/data", "subPath": .string(runDirectory(plan, options)), "readOnly": true]],
+                    "volumeMounts": [
+                        ["name": "reports", "mountPath": "/data", "subPath": .string(runDirectory(plan, options)), "readOnly": true],
+                    ],
                 ]],
-                "volumes": [["name": "reports", "persistentVolumeClaim": ["claimName": .string(options.reportsClaim)]]],
+                "volumes": [claimVolume(options)],
             ],
         ]
     }
@@ -197,7 +199,15 @@ enum KubernetesManifests {
     /// Requests CPU and memory, limits memory only: a CPU limit throttles the load generator in 100 ms slices, which
     /// would show as latency the server never caused.
     private static func resources(_ options: Options) -> JSONValue {
-        ["requests": ["cpu": .string(options.cpu), "memory": .string(options.memory)], "limits": ["memory": .string(options.memory)]]
+        [
+            "requests": ["cpu": .string(options.cpu), "memory": .string(options.memory)],
+            "limits": ["memory": .string(options.memory)],
+        ]
+    }
+
+    /// The reports claim as the volume `reports`.
+    private static func claimVolume(_ options: Options) -> JSONValue {
+        ["name": "reports", "persistentVolumeClaim": ["claimName": .string(options.reportsClaim)]]
     }
 
     /// No privilege escalation, no capabilities, a read-only root (reports go to the claim, temporaries to an

@@ -51,19 +51,23 @@ extension DistributeCommand {
 
         /// The plan the generators turn into files, `directory` being DIR as created.
         func plan(profile: Profile, profileText: String, directory: String) -> DistributionPlan {
-            let tokenEnvironment: String? = if case .environment(let name)? = profile.authentication?.source { name } else { nil }
+            var tokenEnvironment: String?
+            if case .environment(let name)? = profile.authentication?.source { tokenEnvironment = name }
             return DistributionPlan(
                 profileName: profile.name, profilePath: profilePath, profileText: profileText, shards: shards, lead: lead,
                 timeLimit: time ?? profile.duration + profile.gracefulStop + lead + DistributeCommand.timeMargin,
                 target: target, directory: directory, workingDirectory: workingDirectory, tokenEnvironment: tokenEnvironment)
         }
 
-        private static func slurmOptions(_ options: Arguments, workingDirectory: String) throws(UsageError) -> SlurmScripts.Options {
+        private static func slurmOptions(_ options: Arguments, workingDirectory: String) throws(UsageError)
+            -> SlurmScripts.Options
+        {
             let wsload = options.value("wsload").map { absolute($0, in: workingDirectory) } ?? currentExecutable()
             let partition = options.value("partition")
             if let partition {
                 guard !partition.isEmpty, partition.unicodeScalars.allSatisfy(isNameScalar(allowing: ",")) else {
-                    throw UsageError("--partition: \"\(partition)\" is not a partition name (letters, digits, '-', '_', '.', ',')")
+                    throw UsageError("--partition: \"\(partition)\" is not a partition name "
+                        + "(letters, digits, '-', '_', '.', ',')")
                 }
             }
             let extra = options.values("sbatch-option")
@@ -99,12 +103,15 @@ extension DistributeCommand {
             formatter.timeZone = TimeZone(identifier: "UTC")
             formatter.dateFormat = "yyyyMMdd-HHmmss"
             return KubernetesManifests.Options(
-                image: image, reportsClaim: claim, cpu: cpu, memory: memory, tokenSecret: secret, runStamp: formatter.string(from: now))
+                image: image, reportsClaim: claim, cpu: cpu, memory: memory, tokenSecret: secret,
+                runStamp: formatter.string(from: now))
         }
 
         /// A Kubernetes object name (RFC 1123 subdomain): lower-case letters, digits, '-' and '.', at most 253.
         private static func checkObjectName(_ name: String, option: String) throws(UsageError) {
-            let isAllowed: (Unicode.Scalar) -> Bool = { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "." }
+            let isAllowed: (Unicode.Scalar) -> Bool = {
+                ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "."
+            }
             guard (1...253).contains(name.utf8.count), name.unicodeScalars.allSatisfy(isAllowed),
                 let first = name.unicodeScalars.first, let last = name.unicodeScalars.last,
                 first != "-" && first != ".", last != "-" && last != "."

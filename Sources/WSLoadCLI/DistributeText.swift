@@ -14,7 +14,8 @@ enum DistributeText {
     static func commentText(_ text: String) -> String {
         var shown = ""
         for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029 {
+            let value = scalar.value
+            if value < 0x20 || (0x7F...0x9F).contains(value) || value == 0x2028 || value == 0x2029 {
                 shown += scalar == "\n" ? "\\n" : "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
             } else {
                 shown.unicodeScalars.append(scalar)
@@ -132,8 +133,9 @@ enum DistributeText {
     private static func yamlString(_ text: String, isKey: Bool) -> String {
         let special: Set<String> = ["y", "n", "yes", "no", "on", "off", "true", "false", "null"]
         let isPlain = text.unicodeScalars.first.map { ("a"..."z").contains($0) || ("A"..."Z").contains($0) } == true
-            && text.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
-                || "._/-".unicodeScalars.contains($0) }
+            && text.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "._/-".unicodeScalars.contains($0)
+            }
             && !special.contains(text.lowercased())
         return isPlain ? text : doubleQuoted(text)
     }

@@ -178,4 +178,42 @@ struct HTMLReportTests {
         let p99 = lines.firstIndex(of: "p99").map { lines[$0 + 1] } ?? ""
         #expect(hover["p99"]?.arrayValue?.contains(.string(p99)) == true && (p99.hasSuffix("us") || p99.hasSuffix("ms")), "\(text)")
     }
+
+    @Test("a hostile error code in a report file is text in the chart's legend and tooltip, never markup the page runs")
+    func hostileNamesInTooltip() async throws {
+        let directory = try await reportDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        // Every interval's (and the total's) errors get the code; `report --html` reads it back as a code like any other.
+        let hostile = "<img src=x onerror=\"document.title='ran'\">"
+        let text = try String(contentsOfFile: path("r.json"), encoding: .utf8)
+        let code = String(JSONValue.string(hostile).formatted())
+        let pattern = try Regex(#"("errors": \{[^{}]*"byCode": )\{\}"#)
+        let edited = text.replacing(pattern) { match in text[match.range].dropLast(2) + "{" + code + ": 3}" }
+        #expect(edited.components(separatedBy: "onerror").count > 5, "the report's errors were not edited")
+        try Data(edited.utf8).write(to: URL(fileURLWithPath: path("hostile.json")))
+        let report = await cli(["report", path("hostile.json"), "--html", path("hostile.html")])
+        #expect(report.code == .success, "\(report.error)")
+
+        let url = JSONValue.string("file://" + path("hostile.html"))
+        let found = try await browse([
+            ["open": url, "width": 1400, "height": 900],
+            ["eval": layout(["errors-per-second"]), "as": "layout"],
+        ], in: directory)
+        let rect = found["values"]?["layout"]?["rects"]?["errors-per-second"]?.arrayValue?.compactMap { $0.numberValue } ?? []
+        try #require(rect.count == 4)
+        let hovered = try await browse([
+            ["open": url, "width": 1400, "height": 900],
+            ["mouse": [.number(((rect[0] + rect[2]) / 2).rounded()), .number(((rect[1] + rect[3]) / 2).rounded())]],
+            ["eval": """
+                ({tip: document.getElementById("tip").innerText, hidden: document.getElementById("tip").hidden,
+                  images: document.querySelectorAll("img").length, title: document.title,
+                  legend: Array.prototype.map.call(document.querySelectorAll("#overview .key"), function (k) { return k.textContent; })})
+                """, "as": "hover"],
+        ], in: directory)
+        let hover = try #require(hovered["values"]?["hover"])
+        #expect(hover["hidden"] == false && hover["images"] == 0 && hover["title"] == "wsload: html", "\(hover.formatted(pretty: false))")
+        #expect(hover["tip"]?.stringValue?.contains(hostile) == true, "\(hover.formatted(pretty: false))")
+        #expect(hover["legend"]?.arrayValue?.contains(.string(hostile)) == true, "\(hover.formatted(pretty: false))")
+    }
 }

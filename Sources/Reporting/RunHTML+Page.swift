@@ -55,7 +55,7 @@ extension RunHTML {
         .key i { display: inline-block; width: 16px; border-top: 3px solid; vertical-align: middle; margin-right: 4px; }
         .key i.dashed { border-top-style: dotted; }
         svg.chart { display: block; width: 100%; height: auto; touch-action: none; }
-        svg .grid { stroke: #edf0f3; } svg .frame { fill: none; stroke: #c9ced6; }
+        svg .gridline { stroke: #edf0f3; } svg .frame { fill: none; stroke: #c9ced6; }
         svg text { font: 10.5px system-ui, sans-serif; fill: #596273; } svg text.empty { fill: #98a2b3; font-size: 13px; }
         svg .marker { stroke: var(--warn); stroke-dasharray: 3 3; }
         svg .cursor { visibility: hidden; pointer-events: none; } svg .cursor line { stroke: #8a94a6; }

@@ -74,12 +74,13 @@ package enum RunHTML {
             .init(name: "open", color: "#2ca02c", points: timeline.buckets.map { ($0.x, Double($0.liveConnections)) }),
         ]
         if timeline.factor > 1 {
-            connections.append(.init(name: "peak", color: "#98c379", points: timeline.buckets.map { ($0.x, Double($0.peakConnections)) },
-                                     isDashed: true))
+            // A merged point shows the connections at its end; the peak within it is the merged intervals' highest.
+            let peaks = timeline.buckets.map { ($0.x, Double($0.peakConnections)) as (x: Double, y: Double?) }
+            connections.append(.init(name: "peak", color: "#98c379", points: peaks, isDashed: true))
         }
         let hasTransfers = result.scenarios.contains { $0.scenario.transfer != nil }
-        html += timeChart(result, timeline, id: "connections", title: hasTransfers ? "open connections and transfers" : "open connections",
-                          series: connections,
+        html += timeChart(result, timeline, id: "connections",
+                          title: hasTransfers ? "open connections and transfers" : "open connections", series: connections,
                           yFormat: { grouped(saturated($0.rounded())) })
         html += byCodeChart(result, timeline, id: "errors-per-second", title: "errors per second by code",
                             emptyName: "errors", codes: result.total.errors, count: { $0.errors })
@@ -120,9 +121,8 @@ package enum RunHTML {
     ) -> String {
         var notes = note.map { [$0] } ?? []
         if timeline.factor > 1 { notes.append("\(timeline.factor) intervals per point") }
-        let buckets = timeline
         var chart = SVGChart(id: id, title: title, note: notes.isEmpty ? nil : notes.joined(separator: "; "), series: series,
-                             xAxis: .seconds, yFormat: yFormat, xLabel: { buckets.label($0) })
+                             xAxis: .seconds, yFormat: yFormat, xLabel: { timeline.label($0) })
         chart.markers = result.chaos.map { .init(x: $0.firedAt.seconds, label: "\($0.action) at \(formatDuration($0.firedAt))") }
         return chart.render()
     }

@@ -125,11 +125,11 @@ package struct SVGChart: Sendable {
         html += "role=\"img\" aria-label=\"\(escape(title))\" data-hover=\"\(escape(hoverData(px: px, py: py)))\">"
         for (value, label) in yTicks {
             let y = py(value)
-            html += "<line x1=\"\(n(left))\" y1=\"\(n(y))\" x2=\"\(n(left + plotWidth))\" y2=\"\(n(y))\" class=\"grid\"/>"
+            html += "<line x1=\"\(n(left))\" y1=\"\(n(y))\" x2=\"\(n(left + plotWidth))\" y2=\"\(n(y))\" class=\"gridline\"/>"
             html += "<text x=\"\(n(left - 6))\" y=\"\(n(y + 4))\" class=\"tick\" text-anchor=\"end\">\(escape(label))</text>"
         }
         for (x, label) in xTicks(xMax) {
-            html += "<line x1=\"\(n(px(x)))\" y1=\"\(n(top))\" x2=\"\(n(px(x)))\" y2=\"\(n(top + plotHeight))\" class=\"grid\"/>"
+            html += "<line x1=\"\(n(px(x)))\" y1=\"\(n(top))\" x2=\"\(n(px(x)))\" y2=\"\(n(top + plotHeight))\" class=\"gridline\"/>"
             html += "<text x=\"\(n(px(x)))\" y=\"\(n(top + plotHeight + 16))\" class=\"tick\" text-anchor=\"middle\">\(escape(label))</text>"
         }
         html += "<rect x=\"\(n(left))\" y=\"\(n(top))\" width=\"\(n(plotWidth))\" height=\"\(n(plotHeight))\" class=\"frame\"/>"

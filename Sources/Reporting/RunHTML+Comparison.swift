@@ -28,15 +28,16 @@ extension RunHTML {
         ]
         body += "<section id=\"headline\" class=\"tiles\">" + tiles.map(\.html).joined() + "</section>"
         body += "<section id=\"comparison\" class=\"card scroll\"><h3>Changes</h3><table><tr><th>metric</th><th>base</th>"
-            + "<th>head</th><th>change</th><th>p</th><th></th></tr>"
+            + "<th>head</th><th>change</th><th>p-value</th><th></th></tr>"
         for row in rows {
             let changed = row.isSignificant(alpha: alpha)
-            let change = changed ? (row.changePercent.map { ($0 >= 0 ? "+" : "") + String(format: "%.1f%%", $0) } ?? "from 0") : "~"
+            let change = changed ? FigureText.change(row) : "~"
             let shownChange = row.presence == .both ? change : row.presence.rawValue
             let verdict = isRegression(row) ? "<td class=\"fail\">regression</td>"
                 : (changed ? "<td>\(row.isWorse(alpha: alpha) ? "worse" : "better")</td>" : "<td></td>")
-            body += "<tr><td class=\"text\">\(escape(row.metric + " " + row.statistic))</td><td>\(format(row.base, row.unit))</td>"
-                + "<td>\(format(row.head, row.unit))</td><td>\(shownChange)</td><td>\(String(format: "%.3f", row.pValue))</td>\(verdict)</tr>"
+            body += "<tr><td class=\"text\">\(escape(row.metric + " " + row.statistic))</td>"
+                + "<td>\(FigureText.statistic(row.base, unit: row.unit))</td><td>\(FigureText.statistic(row.head, unit: row.unit))</td>"
+                + "<td>\(shownChange)</td><td>\(FigureText.pValue(row.pValue))</td>\(verdict)</tr>"
         }
         body += "</table></section>"
         body += comparisonCharts(base: base, head: head)

@@ -99,20 +99,9 @@ extension RunHTML {
     static func thresholdsSection(_ result: RunResult) -> String {
         var html = "<section id=\"thresholds\" class=\"card scroll\"><h3>Thresholds</h3>"
         guard !result.thresholds.isEmpty else { return html + "<p class=\"note\">The profile sets none.</p></section>" }
-        html += "<table><tr><th></th><th>threshold</th><th>actual</th></tr>"
+        html += "<table><tr><th></th><th class=\"text\">threshold</th><th>actual</th></tr>"
         for outcome in result.thresholds {
-            let actual: String
-            if let value = outcome.actual {
-                switch (outcome.threshold.metric.kind, outcome.threshold.statistic) {
-                case (.latency, .count), (.throughput, .count): actual = grouped(saturated(value))
-                case (.throughput, _): actual = formatBytes(saturatedInt64(value * 1024)) + "/s"
-                case (.latency, _): actual = formatMicroseconds(value)
-                case (_, .rate): actual = String(format: "%.3f%%", value * 100)
-                default: actual = String(format: "%.1f", value)
-                }
-            } else {
-                actual = outcome.note ?? "no samples"
-            }
+            let actual = FigureText.actual(outcome)
             html += "<tr class=\"\(outcome.passed ? "pass" : "fail")\"><td>\(outcome.passed ? "✓" : "✗")</td>"
                 + "<td class=\"text\">\(escape(outcome.threshold.expression))</td><td>\(escape(actual))</td></tr>"
         }
@@ -123,7 +112,7 @@ extension RunHTML {
         var html = "<section id=\"invariants\" class=\"card scroll\"><h3>Invariants</h3>"
         let names = Set(invariants.checked.keys).union(invariants.violations.keys).sorted()
         guard !names.isEmpty else { return html + "<p class=\"note\">Nothing was checked.</p></section>" }
-        html += "<table><tr><th>invariant</th><th>checked</th><th>violations</th><th>first example</th></tr>"
+        html += "<table><tr><th>invariant</th><th>checked</th><th>violations</th><th class=\"text\">first example</th></tr>"
         for name in names {
             let violations = invariants.violations[name] ?? 0
             let example = invariants.examples[name]?.first.map { "actor \($0.actor): \($0.detail)" } ?? ""

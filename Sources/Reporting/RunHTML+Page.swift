@@ -69,7 +69,7 @@ extension RunHTML {
         table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
         th, td { padding: 4px 8px; text-align: right; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { font-size: 12px; color: var(--muted); font-weight: 600; }
-        th:first-child, td:first-child, td.text { text-align: left; } td.text { overflow-wrap: break-word; }
+        th:first-child, td:first-child, th.text, td.text { text-align: left; } td.text { overflow-wrap: break-word; }
         tr:last-child td { border-bottom: none; } table + table { margin-top: 12px; }
         tr.pass td:first-child { color: var(--good); } tr.fail td, td.fail { color: var(--bad); font-weight: 600; }
 

@@ -217,15 +217,6 @@ package enum RunHTML {
         for result in results { try? metrics.add(result.total) }
         return metrics
     }
-
-    static func format(_ value: Double, _ unit: String) -> String {
-        switch unit {
-        case Metric.Unit.microseconds.rawValue: formatMicroseconds(value)
-        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(saturatedInt64(value * 1024)) + "/s"
-        case "/s": grouped(saturated(value.rounded()))
-        default: String(format: "%.3f%%", value * 100)
-        }
-    }
 }
 
 /// A count for display as an `Int`: counts past `Int.max` (summed from files) show as `Int.max`, not trap.

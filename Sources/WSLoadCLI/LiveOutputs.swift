@@ -61,7 +61,7 @@ struct LiveOutputs: Sendable {
         }
         if let address = options.dashboard {
             do {
-                let endpoint = try await DashboardEndpoint.start(at: address, profileName: profile.name, runID: runID, shard: shard)
+                let endpoint = try await DashboardEndpoint.start(at: address, profile: profile, runID: runID, shard: shard)
                 outputs.dashboard = endpoint
                 if !isQuiet { output.printError("dashboard: http://\(endpoint.boundAddress)/") }
             } catch {

@@ -51,14 +51,14 @@ final class DashboardFeed: Sendable {
         var summary: [UInt8]?
     }
 
-    private let stream: EventStream
+    let stream: EventStream
     private let state = Mutex(State())
     private let page = Array(DashboardPage.html.utf8)
 
     init(hello: String) {
-        // The hello and the summary are kept besides the frames.
-        stream = EventStream(backlogLimit: DashboardEndpoint.backlogFrames + 2)
-        stream.publish(event: DashboardEvent.hello, data: hello, keep: true)
+        // The hello goes first to every client, however many frames the backlog dropped; the summary is kept
+        // besides the frames.
+        stream = EventStream(backlogLimit: DashboardEndpoint.backlogFrames + 1, preamble: [(DashboardEvent.hello, hello)])
     }
 
     func update(_ progress: RunProgress) {

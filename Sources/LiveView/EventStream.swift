@@ -13,6 +13,8 @@ package final class EventStream: Sendable {
     /// The most bytes a client may have published to it and not yet taken by its writer (the socket's own buffers
     /// hold more); past it the client is disconnected.
     package let unsentLimit: Int
+    /// Events every client gets first, before the backlog (never evicted by it): the dashboard's `hello`.
+    private let preamble: [[UInt8]]
     private let state = Mutex(State())
 
     private struct State {
@@ -50,9 +52,12 @@ package final class EventStream: Sendable {
     /// - Parameters:
     ///   - backlogLimit: the most kept events replayed to a new client (the oldest go first).
     ///   - unsentLimit: the most unsent bytes a client may fall behind before it is disconnected.
-    package init(backlogLimit: Int, unsentLimit: Int = LiveServer.Limits.standard.maximumUnsentEventBytes) {
+    ///   - preamble: events sent to every client before the backlog, whatever the backlog dropped since.
+    package init(backlogLimit: Int, unsentLimit: Int = LiveServer.Limits.standard.maximumUnsentEventBytes,
+                 preamble: [(event: String, data: String)] = []) {
         self.backlogLimit = max(0, backlogLimit)
         self.unsentLimit = max(1, unsentLimit)
+        self.preamble = preamble.map { Self.encode(event: $0.event, data: $0.data) }
     }
 
     /// Sends `event` with `data` (one JSON document, no newlines) to every client; with `keep`, also to the
@@ -125,7 +130,7 @@ package final class EventStream: Sendable {
             let id = state.nextClient
             state.nextClient += 1
             state.clients[id] = Client(isEnded: state.isFinished, disconnect: disconnect)
-            return EventSubscription(stream: self, id: id, replay: state.replay)
+            return EventSubscription(stream: self, id: id, replay: preamble + state.replay)
         }
     }
 

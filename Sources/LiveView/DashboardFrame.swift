@@ -24,6 +24,8 @@ package struct DashboardFrames: Sendable {
     /// The whole second of the run the last frame was in (the first frame comes at 1 s, or when the stop begins).
     private var lastSecond: Int64 = 0
     private var wasStopping = false
+    /// The invariants of the last gather: a progress while stopping carries none, and a frame then shows these.
+    private var invariants = InvariantReport()
     /// Frames made so far: the next frame's `n`.
     package private(set) var count = 0
 
@@ -39,12 +41,15 @@ package struct DashboardFrames: Sendable {
             pending = progress.recent
         }
         pendingSeconds += max(progress.recentSeconds, 0)
+        if !progress.isStopping { invariants = progress.invariants }
         let second = progress.elapsed.components.seconds
         let startsStop = progress.isStopping && !wasStopping
         guard second > lastSecond || startsStop else { return nil }
         lastSecond = second
         wasStopping = progress.isStopping
-        let frame = Self.json(progress, recent: pending, seconds: pendingSeconds, number: count)
+        var shown = progress
+        if progress.isStopping && progress.invariants == InvariantReport() { shown.invariants = invariants }
+        let frame = Self.json(shown, recent: pending, seconds: pendingSeconds, number: count)
         pending = MetricSet()
         pendingSeconds = 0
         count += 1

@@ -154,8 +154,8 @@ extension DashboardPage {
           }
 
           function drawCards(last) {
-            byId('stat-connections').textContent = 'live ' + count(last.live) + ' of ' + count(last.target) + ' targeted, '
-              + count(last.total.opened) + ' opened in all';
+            byId('stat-connections').textContent = (last.stopping ? count(last.live) + ' closing, '
+              : 'live ' + count(last.live) + ' of ' + count(last.target) + ' targeted, ') + count(last.total.opened) + ' opened in all';
             chart('chart-connections', [
               { name: 'live', color: colorOf(0), points: levels((f) => f.live) },
               { name: 'target', color: '#9ca3af', points: levels((f) => f.target) },

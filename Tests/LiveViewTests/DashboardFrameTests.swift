@@ -86,9 +86,10 @@ struct DashboardFrameTests {
             var rtt = Histogram()
             rtt.record(UInt64(tenth))
             recent[histogram: .messageRoundTrip] = rtt
-            let progress = RunProgress(
+            var progress = RunProgress(
                 elapsed: .milliseconds(tenth * 100), duration: .seconds(10), liveConnections: 1, targetConnections: 1,
                 recent: recent, recentSeconds: 0.1, total: MetricSet(), isStopping: false)
+            progress.invariants.checked = ["messages.in_sequence": UInt64(tenth)]
             if let frame = frames.add(progress) { made.append(frame) }
         }
         #expect(made.count == 2, "frames at 1 s and 2 s, none before the first second ended")
@@ -104,9 +105,12 @@ struct DashboardFrameTests {
         var stopping = knownProgress(elapsed: .milliseconds(2_600), isStopping: true)
         stopping.recent[counter: .messagesSent] = 3
         stopping.recentSeconds = 0.1
+        stopping.invariants = InvariantReport()  // the coordinator's stopping progress carries none
         let made3 = frames.add(stopping)
         let stop = try #require(made3, "the stop's first progress is a frame at once")
         #expect(try JSONValue(parsing: stop)["sent"]?.integerValue == 8, "the five tenths after 2 s and the stop's three")
+        #expect(try JSONValue(parsing: stop)["invariants"]?["checks"]?.integerValue == 25,
+                "a stopping frame shows the last gather's invariants")
         #expect(frames.add(knownProgress(elapsed: .milliseconds(2_850), isStopping: true)) == nil)
         #expect(frames.add(knownProgress(elapsed: .milliseconds(3_100), isStopping: true)) != nil)
         #expect(frames.count == 4)

@@ -7,8 +7,8 @@ extension DashboardPage {
         (() => {
           const svgNamespace = document.getElementById('svg-namespace').namespaceURI;
           const palette = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777'];
-          const state = { hello: null, frames: [], last: -1, summary: null, latency: '', latencies: [], errorCodes: [],
-                          stream: 'connecting', draws: 0 };
+          const state = { hello: null, frames: [], last: -1, summary: null, latency: '', isLatencyPicked: false, latencies: [],
+                          errorCodes: [], stream: 'connecting', draws: 0 };
           const byId = (id) => document.getElementById(id);
           const clear = (node) => { while (node.firstChild) node.removeChild(node.firstChild); };
           const element = (tag, text, className) => {
@@ -207,7 +207,11 @@ extension DashboardPage {
                 select.appendChild(option);
               }
             }
-            if (!seen.includes(state.latency)) state.latency = seen.length ? seen[0] : '';
+            // Until someone picks one: the first main latency (hello's order) the last second measured.
+            if (!state.isLatencyPicked || !seen.includes(state.latency)) {
+              const recent = [...state.frames].reverse().find((f) => f.seconds > 0);
+              state.latency = seen.find((name) => recent && recent.latency && recent.latency[name]) || seen[0] || '';
+            }
             select.value = state.latency;
             const name = state.latency;
             const pick = (key) => state.frames.map((f) => (f.latency && f.latency[name] ? [f.t, number(f.latency[name][key])] : null));
@@ -314,7 +318,11 @@ extension DashboardPage {
             schedule();
           });
           source.addEventListener('open', () => { if (state.hello) state.stream = 'live'; });
-          byId('latency-select').addEventListener('change', (event) => { state.latency = event.target.value; schedule(); });
+          byId('latency-select').addEventListener('change', (event) => {
+            state.latency = event.target.value;
+            state.isLatencyPicked = true;
+            schedule();
+          });
           window.addEventListener('resize', schedule);
           window.wsloadDashboard = () => ({ frames: state.frames.length, last: state.last, hasHello: state.hello !== null,
                                             hasSummary: state.summary !== null, stream: state.stream, draws: state.draws });

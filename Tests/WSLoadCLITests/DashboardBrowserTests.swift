@@ -31,11 +31,14 @@ private final class DashboardRun: Sendable {
 private let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Peers")
 
+/// A scenario name that is markup: the page must show it as text.
+private let markupName = #"echo <img src=x onerror="window.pwned=1">"#
+
 /// An echo profile against the embedded server that ramps up and back down, so every chart moves each second.
 private func dashboardProfile(duration: String) -> String {
     """
     {"version": 1, "name": "dashboard", "target": "embedded", "duration": "\(duration)", "gracefulStop": "3s", "seed": 5,
-     "scenarios": [{"name": "echo", "pattern": "echo", "connections": 8,
+     "scenarios": [{"name": \(JSONValue.string(markupName).formatted()), "pattern": "echo", "connections": 8,
                     "stages": [{"duration": "3s", "target": 8}, {"duration": "\(duration)", "target": 2}],
                     "schedule": {"model": "closed", "thinkTime": "5ms"}}],
      "thresholds": ["ws.message_rtt p99 < 10s", "errors rate < 50%"]}
@@ -59,6 +62,7 @@ struct DashboardBrowserTests {
         #expect(stream.status == 0, "the stream ended by itself: \(stream.errors)")
         let blocks = stream.output.components(separatedBy: "\n\n").filter { !$0.isEmpty }
         #expect(blocks.first?.hasPrefix("event: hello\ndata: {\"profile\":\"dashboard\",") == true, "\(blocks.prefix(1))")
+        #expect(blocks.first?.contains(JSONValue.string(markupName).formatted()) == true, "names as JSON strings")
         #expect(blocks.last?.hasPrefix("event: summary\ndata: ") == true)
         let frames = try blocks.filter { $0.hasPrefix("event: frame\n") }.map { try JSONValue(parsing: String($0.dropFirst(19))) }
         #expect(frames.count >= 6, "about one a second of an 8 s run and its stop: \(frames.count)")
@@ -97,6 +101,8 @@ struct DashboardBrowserTests {
             ["wait": "window.wsloadDashboard && window.wsloadDashboard().frames >= 2", "timeout": 30],
             ["sleep": 0.3],
             ["eval": .string(paths), "as": "before"],
+            ["eval": "document.querySelector('#table-scenarios td').textContent", "as": "scenario"],
+            ["eval": "document.querySelectorAll('img').length + (window.pwned === undefined ? 0 : 100)", "as": "markup"],
             ["screenshot": .string(scratch.path("a.png")), "clip": .array(clip.map { JSONValue($0) })],
             ["sleep": 2.5],
             ["wait": "window.wsloadDashboard().frames >= 4", "timeout": 30],
@@ -131,6 +137,8 @@ struct DashboardBrowserTests {
         let second = try Data(contentsOf: URL(fileURLWithPath: scratch.path("b.png")))
         #expect(first.starts(with: [0x89, 0x50, 0x4E, 0x47]) && second.starts(with: [0x89, 0x50, 0x4E, 0x47]))
         #expect(first != second, "the chart area's pixels changed")
+        #expect(values["scenario"]?.stringValue == markupName, "the scenario's name shown as text")
+        #expect(values["markup"]?.integerValue == 0, "no element and no script from a name")
         #expect(values["summaryShown"]?.boolValue == true)
         #expect(values["verdict"]?.stringValue == "passed")
         #expect(values["thresholds"]?.stringValue?.contains("ws.message_rtt p99 < 10s") == true)

@@ -324,7 +324,8 @@ extension DashboardPage {
             schedule();
           });
           window.addEventListener('resize', schedule);
-          window.wsloadDashboard = () => ({ frames: state.frames.length, last: state.last, hasHello: state.hello !== null,
+          window.wsloadDashboard = () => ({ frames: state.frames.length, first: state.frames.length ? state.frames[0].n : -1,
+                                            last: state.last, hasHello: state.hello !== null,
                                             hasSummary: state.summary !== null, stream: state.stream, draws: state.draws });
           schedule();
         })();

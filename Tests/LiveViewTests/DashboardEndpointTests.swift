@@ -92,6 +92,40 @@ struct DashboardEndpointTests {
         await endpoint.stop()
     }
 
+    @Test("over a socket, a page that comes after an hour and more gets hello, then the last 3,600 frames in order")
+    func latePageGetsTheBacklog() async throws {
+        let profile = try ProfileDecoder.decode(Array(dashboardProfile.utf8))
+        let endpoint = try await DashboardEndpoint.start(
+            at: LiveAddress(host: "127.0.0.1", port: 0), profile: profile, runID: "late", shard: nil)
+        for second in 1...3_650 { endpoint.update(knownProgress(elapsed: .seconds(second))) }
+        do {
+            try await withLoopGroup(loopCount: 1) { group in
+                let loop = group.loops[0]
+                try await onLoop(loop) {
+                    var late = try await LiveTestClient.connect(to: endpoint.boundAddress, on: loop)
+                    defer { late.close() }
+                    try await late.request("/events")
+                    #expect(await late.read(until: "{\"n\":3649,"))
+                    endpoint.update(knownProgress(elapsed: .seconds(3_651)))
+                    endpoint.finish(try knownResult(profile: dashboardProfile, total: MetricSet()), exitCode: 0)
+                    #expect(await late.readToEnd())
+                    let body = late.text.components(separatedBy: "\r\n\r\n").dropFirst().joined()
+                    #expect(body.hasPrefix("event: hello\n"))
+                    let numbers = try events("frame", in: body).map { try JSONValue(parsing: $0)["n"]?.integerValue ?? -1 }
+                    // The kept hour (3,600 frames, and one more until the summary takes the backlog's spare slot),
+                    // then the live frame.
+                    #expect(numbers.first == 49 && numbers.last == 3_650 && numbers.count == 3_602)
+                    #expect(numbers == Array(49...3_650), "in order, none lost")
+                    #expect(events("summary", in: body).count == 1)
+                }
+            }
+        } catch {
+            await endpoint.stop()
+            throw error
+        }
+        await endpoint.stop()
+    }
+
     @Test("hello stays first for a late page once the backlog has dropped the oldest frames")
     func helloOutlivesTheBacklog() {
         let stream = EventStream(backlogLimit: 2, preamble: [("hello", "{\"profile\":\"p\"}")])

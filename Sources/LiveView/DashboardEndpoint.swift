@@ -39,8 +39,23 @@ package final class DashboardEndpoint: Sendable {
     /// The summary event; the stream then ends (the page keeps what it shows), and `/summary.json` serves it.
     /// - Parameter exitCode: the exit code the run will end with.
     package func finish(_ result: RunResult, exitCode: Int32) { feed.finish(result, exitCode: exitCode) }
-    /// Stops serving (every client's stream ends). Idempotent.
-    package func stop() async { await server.stop() }
+    /// How long ``stop()`` waits, after the summary, for the pages still streaming to take it and go.
+    static let summaryFlushLimit: Duration = .seconds(2)
+
+    /// Stops serving (every client's stream ends). Idempotent. After ``finish(_:exitCode:)`` it first lets the
+    /// clients still streaming take the summary and close (a page closes its stream on it; the server ends each
+    /// stream with a FIN after its last event), for at most ``summaryFlushLimit``: stopping at once would close
+    /// their connections with the summary still queued, and without `--linger` no page would ever see it.
+    package func stop() async {
+        if feed.hasSummary {
+            let deadline = ContinuousClock.now + Self.summaryFlushLimit
+            while feed.stream.clientCount > 0, ContinuousClock.now < deadline {
+                // Cancelled (the run is being torn down): stop at once.
+                do { try await Task.sleep(for: .milliseconds(10)) } catch { break }
+            }
+        }
+        await server.stop()
+    }
 }
 
 /// What the dashboard's handler and the run share: the event stream and, under a lock, the frame builder and the
@@ -78,6 +93,9 @@ final class DashboardFeed: Sendable {
             stream.finish()
         }
     }
+
+    /// Whether the summary was published (the streams are finished).
+    var hasSummary: Bool { state.withLock { $0.summary != nil } }
 
     func respond(to request: LiveRequest) -> LiveResponse {
         let policy = [("Content-Security-Policy", DashboardPage.contentSecurityPolicy)]

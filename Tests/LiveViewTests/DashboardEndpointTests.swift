@@ -126,6 +126,36 @@ struct DashboardEndpointTests {
         await endpoint.stop()
     }
 
+    @Test("stopping right after the summary (no --linger) still delivers it to a page that is streaming")
+    func summaryReachesPagesBeforeTheStop() async throws {
+        let profile = try ProfileDecoder.decode(Array(dashboardProfile.utf8))
+        let endpoint = try await DashboardEndpoint.start(
+            at: LiveAddress(host: "127.0.0.1", port: 0), profile: profile, runID: "quick", shard: nil)
+        let result = try knownResult(profile: dashboardProfile, total: MetricSet())
+        do {
+            try await withLoopGroup(loopCount: 1) { group in
+                let loop = group.loops[0]
+                try await onLoop(loop) {
+                    var page = try await LiveTestClient.connect(to: endpoint.boundAddress, on: loop)
+                    defer { page.close() }
+                    try await page.request("/events")
+                    #expect(await page.read(until: "event: hello\n"))
+                    for second in 1...200 { endpoint.update(knownProgress(elapsed: .seconds(second))) }
+                    endpoint.finish(result, exitCode: 0)
+                    // What `wsload run` does at its end without --linger: the stop follows the summary at once.
+                    async let stopped: Void = endpoint.stop()
+                    #expect(await page.readToEnd())
+                    await stopped
+                    #expect(page.text.hasSuffix("event: summary\ndata: " + DashboardSummary.json(result, exitCode: 0) + "\n\n"))
+                }
+            }
+        } catch {
+            await endpoint.stop()
+            throw error
+        }
+        await endpoint.stop()
+    }
+
     @Test("hello stays first for a late page once the backlog has dropped the oldest frames")
     func helloOutlivesTheBacklog() {
         let stream = EventStream(backlogLimit: 2, preamble: [("hello", "{\"profile\":\"p\"}")])

@@ -8,9 +8,10 @@ packages=(pkg-config libuv1-dev libssl-dev zlib1g-dev)
 if [[ "${1:-}" == "--test" ]]; then
     # openssl: a real TLS peer; iproute2: network namespaces; chromium: renders the HTML reports in a test;
     # nginx: a real HTTP file server for the transfer tests (started by the tests with their own configuration);
-    # curl: a third-party HTTP client against the embedded server and `wsload serve`. (util-linux's prlimit, setpriv
-    # and unshare are part of every Debian system.)
-    packages+=(openssl iproute2 python3 python3-pip chromium nginx curl)
+    # curl: a third-party HTTP client against the embedded server and `wsload serve`; libxml2-utils: xmllint, which
+    # validates `--junit` output against the JUnit schema. (util-linux's prlimit, setpriv and unshare are part of every
+    # Debian system.)
+    packages+=(openssl iproute2 python3 python3-pip chromium nginx curl libxml2-utils)
 fi
 
 missing=()
@@ -48,4 +49,7 @@ if [[ "${1:-}" == "--test" ]]; then
     pip_install uvicorn "uvicorn[standard]>=0.30"
     pip_install starlette "starlette>=0.37"
     pip_install strawberry "strawberry-graphql>=0.240"
+    # junitparser: a third-party JUnit XML reader (as CI tools read it), for what `--junit` writes
+    # (Tests/Peers/junit_check.py).
+    pip_install junitparser "junitparser>=3"
 fi

@@ -34,11 +34,13 @@ enum CompareCommand: Subcommand {
           --markdown              Print a Markdown table (for a pull-request comment).
           --json                  Print JSON.
           --html <file>           Also write an HTML comparison (base and head overlaid).
+          --junit <file>          Also write the budgets as JUnit XML test cases (for CI).
           -h, --help              Show help information.
 
         """
 
     static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
+        let startedAt = Date(), clock = ContinuousClock(), start = clock.now  // the JUnit suite's timestamp and time
         let positional = Array(arguments.prefix { !$0.hasPrefix("--") })
         guard positional.count == 2 else {
             output.printError("Error: compare takes <base> and <head>. See 'wsload compare --help'.")
@@ -48,7 +50,7 @@ enum CompareCommand: Subcommand {
         var budgets = RegressionBudget.defaults
         let alpha: Double
         do {
-            options = try Arguments(Array(arguments.dropFirst(2)), valueOptions: ["fail-on", "alpha", "html"], flagOptions: ["markdown", "json"])
+            options = try Arguments(Array(arguments.dropFirst(2)), valueOptions: ["fail-on", "alpha", "html", "junit"], flagOptions: ["markdown", "json"])
             alpha = try options.fraction("alpha") ?? 0.05
             if !options.values("fail-on").isEmpty {
                 budgets = []
@@ -109,13 +111,20 @@ enum CompareCommand: Subcommand {
                 return .ioError
             }
         }
-        if !failures.isEmpty {
-            for (row, budget) in failures {
-                output.printError("regression: \(row.metric) \(row.statistic) \(describeChange(row)) beyond the budget \(budget)")
-            }
-            return .regression
+        // Written before the verdict, failing or not (CI reads it either way); the regressions are still told when it
+        // cannot be written, and the exit is then 74.
+        var isJUnitWritten = true
+        if let path = options.value("junit") {
+            let report = JUnitReport.comparison(
+                rows: rows, budgets: budgets, alpha: alpha, profile: results[1].first?.profile.name ?? "compare",
+                timestamp: startedAt, seconds: (clock.now - start).seconds)
+            isJUnitWritten = writeJUnitReport(report, to: path, output: output)
         }
-        return .success
+        for (row, budget) in failures {
+            output.printError("regression: \(row.metric) \(row.statistic) \(FigureText.change(row)) beyond the budget \(budget)")
+        }
+        guard isJUnitWritten else { return .ioError }
+        return failures.isEmpty ? .success : .regression
     }
 
     /// A report, or every report in a directory.
@@ -140,26 +149,6 @@ enum CompareCommand: Subcommand {
         return .success(reports)
     }
 
-    static func format(_ value: Double, unit: String) -> String {
-        switch unit {
-        case Metric.Unit.microseconds.rawValue: formatMicroseconds(value)
-        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(saturatedInt64(value * 1024)) + "/s"
-        case "/s": grouped(saturated(value.rounded()))
-        default: String(format1: value * 100) + "%"
-        }
-    }
-
-    static func describeChange(_ row: ComparisonRow) -> String {
-        guard let change = row.changePercent else { return "from 0" }
-        return (change >= 0 ? "+" : "") + String(format1: change) + "%"
-    }
-
-    static func describePValue(_ p: Double) -> String {
-        guard p >= 0.001 else { return "p<0.001" }
-        let thousandths = saturated((p * 1000).rounded())
-        return thousandths >= 1000 ? "p=1.000" : "p=0." + String(thousandths).leftPadded(to: 3, with: "0")
-    }
-
     static func table(rows: [ComparisonRow], sides: [ComparisonSide], budgets: [RegressionBudget], alpha: Double, markdown: Bool) -> String {
         var lines: [[String]] = [["metric", "base", "head", "change", "", ""]]
         for row in rows {
@@ -167,10 +156,10 @@ enum CompareCommand: Subcommand {
             let exceeded = budget?.isExceeded(by: row, alpha: alpha) == true
             // Flow rows carry step names from the report's profile: shown through printable, like any file-supplied text.
             lines.append([
-                TerminalText.printable("\(row.metric) \(row.statistic)", limit: 120), format(row.base, unit: row.unit),
-                format(row.head, unit: row.unit),
-                row.presence != .both ? row.presence.rawValue : row.isSignificant(alpha: alpha) ? describeChange(row) : "~",
-                "(\(describePValue(row.pValue)))",
+                TerminalText.printable("\(row.metric) \(row.statistic)", limit: 120), FigureText.statistic(row.base, unit: row.unit),
+                FigureText.statistic(row.head, unit: row.unit),
+                row.presence != .both ? row.presence.rawValue : row.isSignificant(alpha: alpha) ? FigureText.change(row) : "~",
+                "(\(FigureText.pValue(row.pValue)))",
                 exceeded ? "REGRESSION (budget \(budget!.percent >= 0 ? "+" : "")\(String(format1: budget!.percent))%)" : "",
             ])
         }

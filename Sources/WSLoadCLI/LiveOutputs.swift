@@ -91,8 +91,9 @@ struct LiveOutputs: Sendable {
     func finish(_ result: RunResult, exitCode: ExitCode) async {
         metrics?.finish(result)
         dashboard?.finish(result, exitCode: exitCode.rawValue)
-        // A cancelled linger (the run's task is being torn down) just ends the serving early.
-        if linger > .zero, metrics != nil || dashboard != nil { try? await Task.sleep(for: linger) }
+        if linger > .zero, metrics != nil || dashboard != nil {
+            try? await Task.sleep(for: linger)  // only cancellation ends it early, and the report is already written
+        }
         await stop()
     }
 

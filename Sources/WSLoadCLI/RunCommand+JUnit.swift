@@ -2,10 +2,20 @@ import Reporting
 
 extension RunCommand {
     /// Writes `--junit FILE`: the run's thresholds and invariants as JUnit test cases. Returns false, after saying why
-    /// on stderr, when the file cannot be written (the run then exits 74).
+    /// on stderr, when the file cannot be written (the run then exits 74; its JSON report is already written).
     static func writeJUnit(of result: RunResult, to path: String, output: CommandOutput) -> Bool {
-        // SKELETON (r-junit replaces this).
-        output.printError("Error: --junit: not built yet")
+        writeJUnitReport(JUnitReport.run(result), to: path, output: output)
+    }
+}
+
+/// Writes `report` atomically at `path` (a temporary beside it, renamed into place: a CI system never reads half a
+/// file), for `run --junit` and `compare --junit`. Returns false, after saying why on stderr, when it cannot.
+func writeJUnitReport(_ report: JUnitReport, to path: String, output: CommandOutput) -> Bool {
+    do {
+        try RunReport.writeAtomically(report.xml(), to: path)
+        return true
+    } catch {
+        output.printError("Error: --junit: cannot write \(path): \(error.localizedDescription)")
         return false
     }
 }

@@ -72,7 +72,7 @@ enum RunSummary {
             lines.append("thresholds:")
             for outcome in result.thresholds {
                 let mark = outcome.passed ? paint("✓", "32") : paint("✗", "31")
-                lines.append("  \(mark) \(outcome.threshold.expression)  (actual \(describe(outcome)))")
+                lines.append("  \(mark) \(outcome.threshold.expression)  (actual \(FigureText.actual(outcome)))")
             }
         }
         return lines.joined(separator: "\n") + "\n"
@@ -138,18 +138,6 @@ enum RunSummary {
         }
         return lines
     }
-
-    static func describe(_ outcome: RunResult.ThresholdResult) -> String {
-        guard let actual = outcome.actual else { return outcome.note ?? "no samples" }
-        switch (outcome.threshold.metric.kind, outcome.threshold.statistic) {
-        case (.latency, .count), (.throughput, .count): return grouped(saturated(actual))
-        case (.throughput, _): return formatBytes(saturatedInt64(actual * 1024)) + "/s"
-        case (.latency, _): return formatMicroseconds(actual)
-        case (_, .rate): return String(format1: actual * 100) + "%"
-        case (_, .perSecond): return String(format1: actual) + "/s"
-        default: return grouped(saturated(actual))
-        }
-    }
 }
 
 extension Int64 {
@@ -157,14 +145,5 @@ extension Int64 {
     func multipliedSaturated(by factor: Int64) -> Int64 {
         let (product, overflow) = multipliedReportingOverflow(by: factor)
         return overflow ? ((self < 0) != (factor < 0) ? .min : .max) : product
-    }
-}
-
-extension String {
-    /// One decimal place, without Foundation's format strings.
-    init(format1 value: Double) {
-        // NaN and figures beyond Int64 (crafted reports) must print something, not trap.
-        let scaled = saturatedInt64((value * 10).rounded())
-        self = "\(scaled / 10).\((scaled % 10).magnitude)"
     }
 }

@@ -43,14 +43,6 @@ extension DashboardPage {
             if (us < 6e7) return fixed(us / 1e6, 's');
             return clock(us / 1e6);
           };
-          const inUnit = (value, unit) => {
-            if (value === null || value === undefined) return 'no samples';
-            if (unit === 'us') return micros(value);
-            if (unit === 'ratio') return (number(value) * 100).toFixed(2) + '%';
-            if (unit === 'per_second') return perSecond(value) + '/s';
-            if (unit === 'KiB/s') return (number(value) / 1024).toFixed(1) + ' MiB/s';
-            return count(value);
-          };
           const colorOf = (index) => palette[index % palette.length];
 
           // One line chart: `series` are {name, color, points: [[t, value] | null (a gap)]}, `format` labels the y axis.
@@ -249,8 +241,7 @@ extension DashboardPage {
             if (summary.abortedBy) detail += ', aborted: ' + summary.abortedBy + ' failed';
             if (summary.interruptedBy) detail += ', interrupted by ' + summary.interruptedBy;
             table('summary-thresholds', ['threshold', 'actual', 'limit', ''], (summary.thresholds || []).map((t) => [
-              t.expression, t.actual === null ? (t.note || 'no samples') : inUnit(t.actual, t.unit),
-              t.comparison + ' ' + inUnit(t.limit, t.unit),
+              t.expression, t.actualText, t.limitText,
               { text: t.passed ? '✓ pass' : '✗ fail', className: t.passed ? 'ok' : 'bad' }]));
             if (!(summary.thresholds || []).length) table('summary-thresholds', ['threshold'], [['none']]);
             drawInvariants(summary.invariants || {}, null, 'summary-invariants');

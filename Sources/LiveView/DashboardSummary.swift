@@ -67,7 +67,8 @@ package enum DashboardSummary {
     }
 
     /// One threshold: its text, the actual value and the limit in `unit` (`us`, `KiB/s`, `count`, `per_second` or
-    /// `ratio`), whether it passed, and why there is no actual value when there is none.
+    /// `ratio`), whether it passed, why there is no actual value when there is none, and both as the run summary
+    /// and JUnit write them (``FigureText``).
     static func threshold(_ outcome: RunResult.ThresholdResult) -> JSONValue {
         let threshold = outcome.threshold
         let unit: String
@@ -83,6 +84,7 @@ package enum DashboardSummary {
             "expression": .string(threshold.expression), "comparison": .string(threshold.comparison.rawValue),
             "limit": .number(threshold.limit), "actual": outcome.actual.map { .number($0.isFinite ? $0 : 0) } ?? .null,
             "unit": .string(unit), "passed": .bool(outcome.passed), "note": JSONValue(outcome.note),
+            "actualText": .string(FigureText.actual(outcome)), "limitText": .string(FigureText.limit(of: threshold)),
         ]
     }
 }

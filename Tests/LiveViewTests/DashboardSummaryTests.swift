@@ -60,9 +60,12 @@ struct DashboardSummaryTests {
         #expect(summary == #"""
             {"verdict":"thresholds_failed","exitCode":3,"interruptedBy":null,"abortedBy":null,"elapsed":10.02,"duration":10,\#
             "thresholds":[\#
-            {"expression":"ws.message_rtt p99 < 1ms","comparison":"<","limit":1000,"actual":2000,"unit":"us","passed":false,"note":null},\#
-            {"expression":"errors rate < 10%","comparison":"<","limit":0.1,"actual":0.06666666666666667,"unit":"ratio","passed":true,"note":null},\#
-            {"expression":"ws.messages_received count > 10","comparison":">","limit":10,"actual":10,"unit":"count","passed":false,"note":null}],\#
+            {"expression":"ws.message_rtt p99 < 1ms","comparison":"<","limit":1000,"actual":2000,"unit":"us","passed":false,"note":null,\#
+            "actualText":"2.0ms","limitText":"< 1ms"},\#
+            {"expression":"errors rate < 10%","comparison":"<","limit":0.1,"actual":0.06666666666666667,"unit":"ratio","passed":true,"note":null,\#
+            "actualText":"6.7%","limitText":"< 10%"},\#
+            {"expression":"ws.messages_received count > 10","comparison":">","limit":10,"actual":10,"unit":"count","passed":false,"note":null,\#
+            "actualText":"10","limitText":"> 10"}],\#
             "invariantsHeld":true,"invariants":{"checks":10,"violations":0,"byName":[\#
             {"name":"messages.echo_sequence","checked":10,"violations":0}]},\#
             "totals":{"opened":5,"sent":10,"received":10,"reconnects":0,"errors":{"connect":1},"disconnects":{},\#

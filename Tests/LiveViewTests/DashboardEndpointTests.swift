@@ -17,6 +17,16 @@ func events(_ name: String, in text: String) -> [String] {
     }
 }
 
+/// ``knownProgress()`` at `second`, its histograms built once: an hour of frames must not cost an hour of histogram
+/// allocations (the test shares two cores with every other suite).
+private func progress(at second: Int) -> RunProgress {
+    var progress = sharedProgress
+    progress.elapsed = .seconds(second)
+    return progress
+}
+
+private let sharedProgress = knownProgress()
+
 @Suite("Dashboard endpoint", .serialized, .timeLimit(.minutes(2)))
 struct DashboardEndpointTests {
     @Test("over a socket: the page with its CSP, hello then frames on /events, the summary ends the stream, /summary.json after")
@@ -97,7 +107,7 @@ struct DashboardEndpointTests {
         let profile = try ProfileDecoder.decode(Array(dashboardProfile.utf8))
         let endpoint = try await DashboardEndpoint.start(
             at: LiveAddress(host: "127.0.0.1", port: 0), profile: profile, runID: "late", shard: nil)
-        for second in 1...3_650 { endpoint.update(knownProgress(elapsed: .seconds(second))) }
+        for second in 1...3_650 { endpoint.update(progress(at: second)) }
         do {
             try await withLoopGroup(loopCount: 1) { group in
                 let loop = group.loops[0]
@@ -140,7 +150,7 @@ struct DashboardEndpointTests {
                     defer { page.close() }
                     try await page.request("/events")
                     #expect(await page.read(until: "event: hello\n"))
-                    for second in 1...200 { endpoint.update(knownProgress(elapsed: .seconds(second))) }
+                    for second in 1...200 { endpoint.update(progress(at: second)) }
                     endpoint.finish(result, exitCode: 0)
                     // What `wsload run` does at its end without --linger: the stop follows the summary at once.
                     async let stopped: Void = endpoint.stop()
@@ -171,7 +181,7 @@ struct DashboardEndpointTests {
     func backlogHoldsAnHour() async throws {
         let profile = try ProfileDecoder.decode(Array(dashboardProfile.utf8))
         let feed = DashboardFeed(hello: DashboardSummary.hello(profile: profile, runID: "r", shard: nil, backlog: 3600))
-        for second in 1...3_700 { feed.update(knownProgress(elapsed: .seconds(second))) }
+        for second in 1...3_700 { feed.update(progress(at: second)) }
         feed.finish(try knownResult(profile: dashboardProfile, total: MetricSet()), exitCode: 0)
         let replay = feed.stream.subscribe(disconnect: {}).replay.map { String(decoding: $0, as: UTF8.self) }
         #expect(replay.count == 1 + DashboardEndpoint.backlogFrames + 1)

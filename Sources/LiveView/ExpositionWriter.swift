@@ -1,24 +1,30 @@
 /// Writes the lines of a Prometheus text (0.0.4) or OpenMetrics (1.0.0) exposition: family headers in each format's
 /// naming (OpenMetrics names a counter's family without `_total` and an info family without `_info`), samples with
-/// escaped label values. Pure.
+/// escaped label values. Pure; appends bytes (a scrape of a few hundred KiB is built without a string per line).
 struct ExpositionWriter {
     let format: PrometheusExposition.Format
-    var text = ""
+    var bytes: [UInt8] = []
 
     init(format: PrometheusExposition.Format) {
         self.format = format
     }
 
-    /// Room for a typical scrape, so the text grows once or twice rather than a few dozen times.
+    var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Room for a typical scrape, so the buffer grows once or twice rather than a few dozen times.
     mutating func reserve(_ snapshot: MetricsSnapshot) {
-        text.reserveCapacity(4096 + snapshot.scenarios.count * 32 * 1024)
+        bytes.reserveCapacity(4096 + snapshot.scenarios.count * 64 * 1024)
     }
 
     /// A counter family; nothing when it has no series. `name` ends in `_total`.
     mutating func counter(_ name: String, help: String, series: [([(String, String)], UInt64)]) {
         guard !series.isEmpty else { return }
         family(format == .openMetrics && name.hasSuffix("_total") ? String(name.dropLast(6)) : name, type: "counter", help: help)
-        for (labels, value) in series { sample(name, labels, String(value)) }
+        for (labels, value) in series {
+            append(seriesPrefix(name, labels))
+            append(value)
+            bytes.append(0x0A)
+        }
     }
 
     /// A gauge family; nothing when it has no series.
@@ -40,21 +46,75 @@ struct ExpositionWriter {
 
     /// The `# HELP` and `# TYPE` lines of a family.
     mutating func family(_ name: String, type: String, help: String) {
-        text += "# HELP " + name + " " + escapedHelp(help) + "\n# TYPE " + name + " " + type + "\n"
+        append("# HELP " + name + " " + escapedHelp(help) + "\n# TYPE " + name + " " + type + "\n")
     }
 
     /// One sample line: `name{label="value",...} value`.
     mutating func sample(_ name: String, _ labels: [(String, String)], _ value: String) {
-        text += name
-        if !labels.isEmpty {
-            text += "{"
-            for (index, (label, labelValue)) in labels.enumerated() {
-                if index > 0 { text += "," }
-                text += label + "=\"" + Self.escapedLabelValue(labelValue) + "\""
-            }
-            text += "}"
+        append(seriesPrefix(name, labels))
+        append(value)
+        bytes.append(0x0A)
+    }
+
+    /// One histogram series: a `_bucket` line per bound (`bounds` are the `le` texts, `cumulative` their counts), the
+    /// `+Inf` bucket (`count`), `_sum` and `_count`. The label text is escaped once for all its lines.
+    mutating func histogram(_ name: String, _ labels: [(String, String)], bounds: [[UInt8]], cumulative: [UInt64], count: UInt64,
+                            sum: Double) {
+        let labelText = Self.labelText(labels)
+        let bucketPrefix = Array((name + "_bucket{" + labelText + (labels.isEmpty ? "" : ",") + "le=\"").utf8)
+        for (bound, value) in zip(bounds, cumulative) {
+            bytes.append(contentsOf: bucketPrefix)
+            bytes.append(contentsOf: bound)
+            bytes.append(0x22)  // "} , byte by byte: an array literal here would allocate per line
+            bytes.append(0x7D)
+            bytes.append(0x20)
+            append(value)
+            bytes.append(0x0A)
         }
-        text += " " + value + "\n"
+        bytes.append(contentsOf: bucketPrefix)
+        append("+Inf\"} ")
+        append(count)
+        bytes.append(0x0A)
+        sample(name + "_sum", labels, Self.number(sum))
+        append(seriesPrefix(name + "_count", labels))
+        append(count)
+        bytes.append(0x0A)
+    }
+
+    /// `name{labels} ` (or `name `): what precedes a sample's value.
+    private func seriesPrefix(_ name: String, _ labels: [(String, String)]) -> String {
+        labels.isEmpty ? name + " " : name + "{" + Self.labelText(labels) + "} "
+    }
+
+    /// `a="x",b="y"`, values escaped.
+    private static func labelText(_ labels: [(String, String)]) -> String {
+        var text = ""
+        for (index, (label, value)) in labels.enumerated() {
+            if index > 0 { text += "," }
+            text += label + "=\"" + escapedLabelValue(value) + "\""
+        }
+        return text
+    }
+
+    private mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    /// Decimal digits of `value`, written in place (no string, no scratch array).
+    private mutating func append(_ value: UInt64) {
+        var digitCount = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digitCount += 1
+        }
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0x30, count: digitCount))
+        rest = value
+        for position in stride(from: start + digitCount - 1, through: start, by: -1) {
+            bytes[position] = 0x30 + UInt8(rest % 10)
+            rest /= 10
+        }
     }
 
     /// `\` `"` and line feed escaped, as both formats want in label values.

@@ -46,28 +46,35 @@ package final class MetricsEndpoint: Sendable {
 }
 
 /// The latest snapshot and how to render it; shared by the run's thread (updates) and the server's loop (scrapes).
+/// A snapshot is rendered at most once per format: scrapes between two progress reports get the same bytes, so the
+/// cost (a few ms for a wide run: it reads every histogram's counts) is paid about once a second however many
+/// scrapers there are.
 final class MetricsState: Sendable {
     let exposition: PrometheusExposition
-    private let latest: Mutex<MetricsSnapshot>
+    /// The snapshot and its generation (bumped by every change).
+    private let latest: Mutex<(snapshot: MetricsSnapshot, generation: UInt64)>
+    /// The last rendering per format, with the generation it shows.
+    private let rendered = Mutex<[PrometheusExposition.Format: (generation: UInt64, bytes: [UInt8])]>([:])
 
     init(exposition: PrometheusExposition, snapshot: MetricsSnapshot) {
         self.exposition = exposition
-        latest = Mutex(snapshot)
+        latest = Mutex((snapshot, 0))
     }
 
     func update(_ progress: RunProgress) {
-        latest.withLock { snapshot in
+        latest.withLock { latest in
             // The final figures stay once they are in; a late progress must not replace them.
-            guard !snapshot.isFinished else { return }
-            snapshot.elapsedSeconds = progress.elapsed.seconds
-            snapshot.durationSeconds = progress.duration.seconds
+            guard !latest.snapshot.isFinished else { return }
+            latest.generation &+= 1
+            latest.snapshot.elapsedSeconds = progress.elapsed.seconds
+            latest.snapshot.durationSeconds = progress.duration.seconds
             // While stopping the progress carries no scenarios: the last per-scenario figures stay until the result.
             guard !progress.isStopping else { return }
-            snapshot.scenarios = progress.scenarios.map {
+            latest.snapshot.scenarios = progress.scenarios.map {
                 MetricsSnapshot.Scenario(name: $0.name, liveConnections: $0.liveConnections, targetConnections: $0.targetConnections,
                                          total: $0.total)
             }
-            snapshot.invariants = progress.invariants
+            latest.snapshot.invariants = progress.invariants
         }
     }
 
@@ -76,13 +83,14 @@ final class MetricsState: Sendable {
             MetricsSnapshot.Scenario(name: $0.scenario.name, liveConnections: 0, targetConnections: 0, total: $0.metrics)
         }
         let runOnly = Self.runOnlyCounters(total: result.total, scenarios: scenarios)
-        latest.withLock { snapshot in
-            snapshot.elapsedSeconds = result.elapsed.seconds
-            snapshot.durationSeconds = result.profile.duration.seconds
-            snapshot.isFinished = true
-            snapshot.scenarios = scenarios
-            snapshot.runOnly = runOnly
-            snapshot.invariants = result.invariants
+        latest.withLock { latest in
+            latest.generation &+= 1
+            latest.snapshot.elapsedSeconds = result.elapsed.seconds
+            latest.snapshot.durationSeconds = result.profile.duration.seconds
+            latest.snapshot.isFinished = true
+            latest.snapshot.scenarios = scenarios
+            latest.snapshot.runOnly = runOnly
+            latest.snapshot.invariants = result.invariants
         }
     }
 
@@ -98,16 +106,24 @@ final class MetricsState: Sendable {
     }
 
     func render(accept: String?) -> (format: PrometheusExposition.Format, text: String) {
-        let snapshot = latest.withLock { $0 }
+        let (format, bytes) = renderBytes(accept: accept)
+        return (format, String(decoding: bytes, as: UTF8.self))
+    }
+
+    private func renderBytes(accept: String?) -> (format: PrometheusExposition.Format, bytes: [UInt8]) {
         let format = Self.format(accepting: accept)
-        return (format, exposition.render(snapshot, format: format))
+        let (snapshot, generation) = latest.withLock { $0 }
+        if let cached = rendered.withLock({ $0[format] }), cached.generation == generation { return (format, cached.bytes) }
+        let bytes = exposition.renderBytes(snapshot, format: format)
+        rendered.withLock { $0[format] = (generation, bytes) }
+        return (format, bytes)
     }
 
     func respond(to request: LiveRequest) -> LiveResponse {
         switch request.path {
         case "/metrics":
-            let (format, text) = render(accept: request.accept)
-            return .content(status: 200, contentType: format.contentType, body: Array(text.utf8), headers: [("Vary", "Accept")])
+            let (format, bytes) = renderBytes(accept: request.accept)
+            return .content(status: 200, contentType: format.contentType, body: bytes, headers: [("Vary", "Accept")])
         case "/":
             return .content(status: 200, contentType: "text/html; charset=utf-8", body: Array(Self.indexPage.utf8),
                             headers: [("Content-Security-Policy", "default-src 'none'")])

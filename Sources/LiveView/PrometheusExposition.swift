@@ -48,7 +48,7 @@ package struct MetricsSnapshot: Sendable {
 /// seconds (`_seconds`), throughput (KiB/s) in bytes per second (`_bytes_per_second`), families with their tag as a
 /// label. Histogram buckets are log-spaced (``bucketsPerDoubling`` per doubling, 3 significant digits) and counted
 /// from the HDR histogram's slots: a bucket holds the slots wholly at or below its bound, so its count is exact at
-/// the HDR's resolution; `_sum` is the HDR's mean (slot midpoints) × count.
+/// the HDR's resolution; `_sum` is the HDR's mean × count (the sum of the values taken as their slots' middles).
 package struct PrometheusExposition: Sendable {
     /// Which of the two text formats.
     package enum Format: Sendable, Hashable {
@@ -76,6 +76,11 @@ package struct PrometheusExposition: Sendable {
     package let latencyBounds: [Bound]
     /// From 1 KiB/s to the first bound at or past 100 GiB/s.
     package let throughputBounds: [Bound]
+    // The bounds as a scrape uses them: limits for counting, labels as bytes.
+    private let latencyLimits: [UInt64]
+    private let latencyLabels: [[UInt8]]
+    private let throughputLimits: [UInt64]
+    private let throughputLabels: [[UInt8]]
 
     /// - Parameter bucketsPerDoubling: 1...16 (the CLI checks it); clamped to that range.
     package init(bucketsPerDoubling: Int = 4) {
@@ -84,10 +89,19 @@ package struct PrometheusExposition: Sendable {
         latencyBounds = Self.bounds(from: 50, upTo: 100_000_000, perDoubling: perDoubling, labelMultiplier: 1, labelShift: -6)
         throughputBounds = Self.bounds(from: 1, upTo: 100 * 1024 * 1024, perDoubling: perDoubling, labelMultiplier: 1024,
                                        labelShift: 0)
+        latencyLimits = latencyBounds.map(\.limit)
+        latencyLabels = latencyBounds.map { Array($0.label.utf8) }
+        throughputLimits = throughputBounds.map(\.limit)
+        throughputLabels = throughputBounds.map { Array($0.label.utf8) }
     }
 
     /// The exposition of `snapshot` in `format` (OpenMetrics ends with `# EOF`).
     package func render(_ snapshot: MetricsSnapshot, format: Format) -> String {
+        String(decoding: renderBytes(snapshot, format: format), as: UTF8.self)
+    }
+
+    /// ``render(_:format:)`` as the UTF-8 bytes a scrape sends.
+    package func renderBytes(_ snapshot: MetricsSnapshot, format: Format) -> [UInt8] {
         var writer = ExpositionWriter(format: format)
         writer.reserve(snapshot)
         writeRun(snapshot, to: &writer)
@@ -117,8 +131,8 @@ package struct PrometheusExposition: Sendable {
                        series: names.map { ([("invariant", $0)], invariants.checked[$0] ?? 0) })
         writer.counter(ExpositionName.invariantViolations, help: "observations that broke an invariant, by invariant",
                        series: names.map { ([("invariant", $0)], invariants.violations[$0] ?? 0) })
-        if format == .openMetrics { writer.text += "# EOF\n" }
-        return writer.text
+        if format == .openMetrics { writer.bytes.append(contentsOf: "# EOF\n".utf8) }
+        return writer.bytes
     }
 
     private func writeRun(_ snapshot: MetricsSnapshot, to writer: inout ExpositionWriter) {
@@ -164,19 +178,15 @@ package struct PrometheusExposition: Sendable {
     private func writeHistogram(_ name: String, kind: Metric.Kind, help: String, series: [([(String, String)], Histogram)],
                                 to writer: inout ExpositionWriter) {
         guard !series.isEmpty else { return }
-        let bounds = kind == .throughput ? throughputBounds : latencyBounds
-        let limits = bounds.map(\.limit)
-        // Seconds per µs; bytes per KiB.
-        let scale = kind == .throughput ? 1024.0 : 1e-6
+        let isThroughput = kind == .throughput
+        let limits = isThroughput ? throughputLimits : latencyLimits
+        let labels = isThroughput ? throughputLabels : latencyLabels
         writer.family(name, type: "histogram", help: help)
-        for (labels, histogram) in series {
-            let counts = histogram.cumulativeCounts(atOrBelow: limits)
-            for (bound, count) in zip(bounds, counts) {
-                writer.sample(name + "_bucket", labels + [("le", bound.label)], String(count))
-            }
-            writer.sample(name + "_bucket", labels + [("le", "+Inf")], String(histogram.totalCount))
-            writer.sample(name + "_sum", labels, ExpositionWriter.number(histogram.mean * Double(histogram.totalCount) * scale))
-            writer.sample(name + "_count", labels, String(histogram.totalCount))
+        for (seriesLabels, histogram) in series {
+            // µs to seconds (a division: an exact sum of whole µs gives the nearest seconds); KiB to bytes.
+            let sum = isThroughput ? histogram.midpointSum * 1024 : histogram.midpointSum / 1e6
+            writer.histogram(name, seriesLabels, bounds: labels, cumulative: histogram.cumulativeCounts(atOrBelow: limits),
+                             count: histogram.totalCount, sum: sum)
         }
     }
 

@@ -3,6 +3,7 @@ import Histogram
 import Profile
 import Reporting
 import Testing
+import TestSupport
 @testable import LiveView
 
 /// A small run's figures with one of everything the exposition writes.
@@ -296,7 +297,7 @@ func finishedSnapshot() -> MetricsSnapshot {
         #expect(PrometheusExposition.threeDigits(0.001) == (100, -5))
     }
 
-    @Test("bucket counts are the HDR slots wholly at or below each bound: cumulative, monotone, +Inf the count")
+    @Test("bucket counts are the HDR slots wholly at or below each bound (cumulative, monotone); _sum the slots' middles")
     func bucketCounts() {
         var random = SystemRandomNumberGenerator()
         let exposition = PrometheusExposition(bucketsPerDoubling: 4)
@@ -319,8 +320,14 @@ func finishedSnapshot() -> MetricsSnapshot {
             }
             #expect(zip(counts, counts.dropFirst()).allSatisfy { $0 <= $1 })
             #expect(counts.last! <= histogram.totalCount)
+            // _sum: every value taken as its slot's middle, as the HDR's mean takes it.
+            let middles = values.reduce(0.0) { sum, value in
+                sum + Double(histogram.lowestEquivalentValue(value) + histogram.sizeOfEquivalentRange(value) / 2)
+            }
+            #expect(histogram.midpointSum == middles)
+            #expect(abs(histogram.midpointSum - histogram.mean * Double(histogram.totalCount)) <= 1e-9 * middles)
         }
-        #expect(Histogram().cumulativeCounts(atOrBelow: [1, 2, 3]) == [0, 0, 0])
+        #expect(Histogram().cumulativeCounts(atOrBelow: [1, 2, 3]) == [0, 0, 0] && Histogram().midpointSum == 0)
     }
 
     @Test("label values escape backslash, quote and line feed; HELP escapes quotes only in OpenMetrics")
@@ -379,6 +386,25 @@ func finishedSnapshot() -> MetricsSnapshot {
             #expect(text.contains(#"wsload_http_throughput_bytes_per_second_sum{scenario="b"} 5122048"#), "5000 KiB/s: its slot's middle, 5002, × 1024")
             #expect(text.contains(#"wsload_flow_first_result_seconds_count{scenario="b",step="sub"} 1"#))
             #expect(text.contains(#"wsload_flow_step_errors_total{scenario="b",step="sub"} 1"#))
+        }
+    }
+
+    @Test("docs/REPORT.md maps every metric of the catalogue to its Prometheus name")
+    func documented() throws {
+        let text = try String(contentsOf: SourceTree.root.appendingPathComponent("docs/REPORT.md"), encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "## Prometheus metrics").dropFirst().first)
+        for metric in MetricCatalog.all {
+            let name = ExpositionName.of(metric) + (metric.kind.isHistogram ? "_bucket" : "")
+            #expect(section.contains("| `\(metric.name)` | `\(name)`"), "\(metric.name) → \(name)")
+        }
+        for family in MetricCatalog.families {
+            let name = ExpositionName.of(family) + (family.kind.isHistogram ? "_bucket" : "")
+            #expect(section.contains("| `\(family.documentedName)` | `\(name)`"), "\(family.documentedName) → \(name)")
+        }
+        for name in [ExpositionName.runInfo, ExpositionName.runElapsed, ExpositionName.runDuration, ExpositionName.runFinished,
+                     ExpositionName.connections, ExpositionName.connectionsTarget, ExpositionName.invariantChecks,
+                     ExpositionName.invariantViolations] {
+            #expect(section.contains("`\(name)`"), "\(name)")
         }
     }
 

@@ -9,9 +9,10 @@ if [[ "${1:-}" == "--test" ]]; then
     # openssl: a real TLS peer; iproute2: network namespaces; chromium: renders the HTML reports in a test;
     # nginx: a real HTTP file server for the transfer tests (started by the tests with their own configuration);
     # curl: a third-party HTTP client against the embedded server and `wsload serve`; libxml2-utils: xmllint, which
-    # validates `--junit` output against the JUnit schema. (util-linux's prlimit, setpriv and unshare are part of every
-    # Debian system.)
-    packages+=(openssl iproute2 python3 python3-pip chromium nginx curl libxml2-utils)
+    # validates `--junit` output against the JUnit schema; prometheus: a real Prometheus (and its promtool) scraping
+    # `run --metrics`, started by the test with its own configuration and data directory. (util-linux's prlimit,
+    # setpriv and unshare are part of every Debian system.)
+    packages+=(openssl iproute2 python3 python3-pip chromium nginx curl libxml2-utils prometheus)
     # slurm-wlm and munge: the single-node Slurm cluster a distribute test starts (scripts/slurm-cluster.sh);
     # --no-install-recommends below keeps them to the daemons and the client commands.
     packages+=(slurm-wlm munge)

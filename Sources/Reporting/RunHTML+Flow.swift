@@ -3,39 +3,47 @@ import Histogram
 import Profile
 
 /// The HTML report's flow section: per scenario a table of its steps (count, errors, percentiles, first results),
-/// the messages pushed outside any expect by type and the flow counters, and a chart of each step's p99 per
-/// interval. Step names and types are profile- or server-supplied: every one goes through `escape`.
+/// the messages pushed outside any expect by type and the flow counters; then a chart of every step's p99 together
+/// and one chart per step with its p50 and p99, per point of the timeline. Step names and types are profile- or
+/// server-supplied: every one goes through `escape` (and reaches the hover script only as JSON in an escaped
+/// attribute, shown with `textContent`).
 extension RunHTML {
     /// Steps charted over time (the legend holds one line); the tables list every step.
     static let flowChartedSteps = 8
     /// Colours of the step chart's series (one more set than the latency charts need).
     static let flowPalette = palette + ["#8c564b", "#e377c2", "#17becf"]
 
-    static func flowSection(_ result: RunResult) -> String {
+    static func flowSection(_ result: RunResult, _ timeline: HTMLTimeline) -> String {
         let scenarios = result.scenarios.map { ($0.scenario.name, $0.metrics, $0.scenario.websocket.flow?.stepNames ?? []) }
             .filter { !$0.1.flowSteps().isEmpty || !$0.1.flowPushed.isEmpty || !$0.1.flowCounters.isEmpty }
         guard !scenarios.isEmpty || !result.total.flowSteps().isEmpty else { return "" }
-        var html = "<section id=\"flow\"><h2>Flow steps</h2>"
+        var html = "<section id=\"flow\"><h2>Flow steps</h2><div class=\"grid\">"
         for (name, metrics, order) in scenarios {
-            html += "<h3>scenario <span class=\"name\">\(escape(name))</span></h3>" + flowTables(metrics, order: order)
+            html += "<div class=\"card wide scroll\"><h3>scenario <span class=\"name\">\(escape(name))</span></h3>"
+                + flowTables(metrics, order: order) + "</div>"
         }
         let order = result.scenarios.flatMap { $0.scenario.websocket.flow?.stepNames ?? [] }
         let steps = result.total.flowSteps(order: order).filter { $0.count > 0 }.prefix(flowChartedSteps)
         if !steps.isEmpty {
             let series = steps.enumerated().map { index, step in
-                let metric = MetricFamily.flowStep.name(step.name)
-                let points = result.intervals.compactMap { interval -> (x: Double, y: Double)? in
-                    guard let histogram = interval.metrics.histograms[metric], histogram.totalCount > 0 else { return nil }
-                    return (interval.end.seconds, Double(histogram.value(atPercentile: 99)))
-                }
-                let label = step.name.count > 20 ? String(step.name.prefix(20)) + "…" : step.name
-                return SVGChart.Series(name: label, color: flowPalette[index % flowPalette.count], points: points)
+                SVGChart.Series(name: shortName(step.name), color: flowPalette[index % flowPalette.count],
+                                points: timeline.percentile(MetricFamily.flowStep.name(step.name), 99))
             }
-            html += SVGChart(id: "flow-steps-p99", title: "flow steps p99 over time", series: series,
-                             xAxis: .seconds, yFormat: formatMicroseconds).render()
+            html += timeChart(result, timeline, id: "flow-steps-p99", title: "flow steps p99 over time", series: series,
+                              yFormat: formatMicroseconds)
+            for (index, step) in steps.enumerated() {
+                let metric = MetricFamily.flowStep.name(step.name)
+                html += timeChart(result, timeline, id: "flow-step-\(index)", title: "step \(shortName(step.name))", series: [
+                    .init(name: "p50", color: percentileLines[0].color, points: timeline.percentile(metric, 50)),
+                    .init(name: "p99", color: percentileLines[2].color, points: timeline.percentile(metric, 99)),
+                ], yFormat: formatMicroseconds)
+            }
         }
-        return html + "</section>"
+        return html + "</div></section>"
     }
+
+    /// A step name for a legend or a title: at most 20 characters.
+    static func shortName(_ name: String) -> String { name.count > 20 ? String(name.prefix(20)) + "…" : name }
 
     /// One scenario's step table, pushed types and flow counters.
     static func flowTables(_ metrics: MetricSet, order: [String]) -> String {

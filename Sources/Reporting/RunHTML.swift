@@ -2,175 +2,189 @@ import Foundation
 import Histogram
 import Profile
 
-/// The HTML report: one self-contained file (inline CSS and SVG; no scripts, nothing fetched) with
-/// latency percentiles over time, percentile spectra on HdrHistogram's log axis, throughput and
-/// connections over time, errors and close codes, and thresholds — or, for a comparison, base and
-/// head overlaid.
+/// The HTML report: one self-contained file (inline CSS, SVG and one small hover script; nothing fetched). Its
+/// first screen holds what matters — the headline figures and the verdicts, then RTT percentiles, throughput,
+/// connections and errors over time — in a grid of cards; below come every latency over time and its percentile
+/// spectrum on HdrHistogram's log axis, flow steps, transfers, thresholds, invariants, errors and close codes, and
+/// the counters. Charts draw the report's intervals merged exactly (``HTMLTimeline``) to a few hundred points.
+/// Every string a profile, a server or a report file supplies goes through `escape`.
 package enum RunHTML {
     static let palette = ["#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd"]
+    /// The percentiles an "over time" chart draws, and their colours (cool to hot).
+    static let percentileLines: [(percentile: Double, color: String)] = [
+        (50, "#2563eb"), (90, "#0d9488"), (99, "#e8890c"), (99.9, "#d62728"),
+    ]
+    /// Colours of series by code (errors, close codes), the most frequent first.
+    static let codePalette = ["#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"]
+    /// Codes charted separately; the rest are summed as `other`.
+    static let chartedCodes = 6
 
     package static func render(_ result: RunResult, toolVersion: String) -> String {
-        var body = "<h1>wsload run <span class=\"name\">\(escape(result.profile.name))</span></h1>"
-        body += "<p class=\"meta\">\(escape(status(result))) · started \(escape(RunReport.timestamp(result.startedAt))) · "
-            + "\(escape(formatDuration(result.elapsed))) · seed \(result.seed) · wsload \(escape(toolVersion))</p>"
-        body += thresholdsSection(result)
-        body += "<section id=\"summary\"><h2>Summary</h2>" + summaryTable(result.total) + "</section>"
-        body += "<section id=\"latency\"><h2>Latency</h2>"
-        for metric in MetricCatalog.latencies {
-            let name = metric.name
-            guard let histogram = result.total[histogram: metric], histogram.totalCount > 0 else { continue }
-            body += "<div class=\"pair\">"
-            body += SVGChart(id: "over-time-\(name)", title: "\(name) over time", series: overTime(result, name, prefix: ""),
-                             xAxis: .seconds, yFormat: formatMicroseconds).render()
-            body += SVGChart(id: "spectrum-\(name)", title: "\(name) percentile spectrum",
-                             series: [.init(name: "\(name)", color: palette[0], points: spectrum(histogram))],
-                             xAxis: .percentileSpectrum, yFormat: formatMicroseconds).render()
-            body += "</div>"
-        }
-        body += "</section>"
-        body += flowSection(result)
-        body += "<section id=\"throughput\"><h2>Throughput and connections</h2><div class=\"pair\">"
-        body += SVGChart(id: "messages-per-second", title: "messages received per second",
-                         series: [.init(name: "msgs/s", color: palette[0], points: rate(result, .messagesReceived))],
-                         xAxis: .seconds, yFormat: { grouped(saturated($0.rounded())) }).render()
-        body += SVGChart(id: "connections", title: "open connections",
-                         series: [.init(name: "connections", color: palette[3], points: result.intervals.map { ($0.end.seconds, Double($0.liveConnections)) })],
-                         xAxis: .seconds, yFormat: { grouped(saturated($0.rounded())) }).render()
-        body += "</div></section>"
+        let timeline = HTMLTimeline(result.intervals)
+        var body = header(result, toolVersion: toolVersion)
+        body += headline(result)
+        body += overview(result, timeline)
+        body += verdicts(result)
+        body += flowSection(result, timeline)
+        body += latencySection(result, timeline)
+        body += transferSection(result, timeline)
         body += errorsSection(result.total)
-        body += invariantsSection(result.invariants)
+        body += countersSection(result)
         return page(title: "wsload: \(result.profile.name)", body: body)
     }
 
-    package static func renderComparison(
-        base: [RunResult], head: [RunResult], baseLabel: String, headLabel: String, rows: [ComparisonRow],
-        isRegression: (ComparisonRow) -> Bool, alpha: Double, toolVersion: String
+    // MARK: The first screen
+
+    static func header(_ result: RunResult, toolVersion: String) -> String {
+        let verdict: (text: String, tone: String)
+        if result.isIncomplete {
+            verdict = ("incomplete", "warn")
+        } else if result.interruptedBy != nil {
+            verdict = ("interrupted", "warn")
+        } else if result.abortedBy != nil || !result.thresholdsPassed || !result.invariantsHeld {
+            verdict = ("failed", "fail")
+        } else {
+            verdict = ("passed", "pass")
+        }
+        var meta = [status(result), "started " + RunReport.timestamp(result.startedAt), formatDuration(result.elapsed),
+                    "seed \(result.seed)"]
+        if let shard = result.shard { meta.append("shard \(shard)") }
+        if !result.mergedFrom.isEmpty { meta.append("merged from \(result.mergedFrom.count) reports") }
+        meta.append("wsload \(toolVersion)")
+        return "<header><h1>wsload run <span class=\"name\">\(escape(result.profile.name))</span></h1>"
+            + "<span class=\"badge \(verdict.tone)\">\(verdict.text)</span>"
+            + "<div class=\"meta\">\(meta.map(escape).joined(separator: " · "))</div></header>"
+    }
+
+    /// The first grid: the headline latency's percentiles over time, throughput, connections, errors and
+    /// disconnects by code over time, and the headline latency's spectrum.
+    static func overview(_ result: RunResult, _ timeline: HTMLTimeline) -> String {
+        let latency = headlineLatency(result.total)
+        var html = "<section id=\"overview\" class=\"grid\">"
+        html += overTime(result, timeline, latency.key, percentiles: percentileLines)
+        if hasMessages(result) {
+            html += timeChart(result, timeline, id: "messages-per-second", title: "messages per second", series: [
+                .init(name: "received", color: "#2563eb", points: timeline.rate(Metric.messagesReceived.name)),
+                .init(name: "sent", color: "#0d9488", points: timeline.rate(Metric.messagesSent.name), isDashed: true),
+            ], yFormat: formatRate)
+        } else {
+            html += transferBytesChart(result, timeline)
+        }
+        var connections: [SVGChart.Series] = [
+            .init(name: "open", color: "#2ca02c", points: timeline.buckets.map { ($0.x, Double($0.liveConnections)) }),
+        ]
+        if timeline.factor > 1 {
+            // A merged point shows the connections at its end; the peak within it is the merged intervals' highest.
+            let peaks = timeline.buckets.map { ($0.x, Double($0.peakConnections)) as (x: Double, y: Double?) }
+            connections.append(.init(name: "peak", color: "#98c379", points: peaks, isDashed: true))
+        }
+        let hasTransfers = result.scenarios.contains { $0.scenario.transfer != nil }
+        html += timeChart(result, timeline, id: "connections",
+                          title: hasTransfers ? "open connections and transfers" : "open connections", series: connections,
+                          yFormat: { grouped(saturated($0.rounded())) })
+        html += byCodeChart(result, timeline, id: "errors-per-second", title: "errors per second by code",
+                            emptyName: "errors", codes: result.total.errors, count: { $0.errors })
+        html += byCodeChart(result, timeline, id: "disconnects-per-second", title: "disconnects per second by close code",
+                            emptyName: "disconnects",
+                            codes: Dictionary(uniqueKeysWithValues: result.total.disconnects.map { (String($0.key), $0.value) }),
+                            count: { Dictionary(uniqueKeysWithValues: $0.disconnects.map { (String($0.key), $0.value) }) })
+        html += spectrumChart(latency.key, result.total.histograms[latency.key])
+        return html + "</section>"
+    }
+
+    /// The latency the first screen shows, by report key, with the name its tiles give it: message round trips,
+    /// else the flow step run most often, else pings, else a transfer's first byte or its whole duration — the
+    /// first with samples (message round trips when none has any).
+    static func headlineLatency(_ metrics: MetricSet) -> (key: String, label: String) {
+        func has(_ metric: Metric) -> Bool { (metrics[histogram: metric]?.totalCount ?? 0) > 0 }
+        if has(.messageRoundTrip) { return (Metric.messageRoundTrip.name, "RTT") }
+        if let step = metrics.flowSteps().filter({ $0.count > 0 }).max(by: { $0.count < $1.count }) {
+            return (MetricFamily.flowStep.name(step.name), "step " + shortName(step.name))
+        }
+        let others: [(Metric, String)] = [(.pingRoundTrip, "ping RTT"), (.timeToFirstByte, "TTFB"), (.transferDuration, "transfer")]
+        for (metric, label) in others where has(metric) { return (metric.name, label) }
+        return (Metric.messageRoundTrip.name, "RTT")
+    }
+
+    /// Whether the run sent or received WebSocket messages (or had a WebSocket scenario at all).
+    static func hasMessages(_ result: RunResult) -> Bool {
+        result.total.counter(.messagesReceived) > 0 || result.total.counter(.messagesSent) > 0
+            || result.scenarios.contains { $0.scenario.transfer == nil }
+    }
+
+    // MARK: Charts
+
+    /// A chart over the run's seconds, with the timeline's hover labels and the chaos events marked.
+    static func timeChart(
+        _ result: RunResult, _ timeline: HTMLTimeline, id: String, title: String, note: String? = nil,
+        series: [SVGChart.Series], yFormat: @escaping @Sendable (Double) -> String
     ) -> String {
-        var body = "<h1>wsload compare</h1>"
-        body += "<p class=\"meta\">base: \(escape(baseLabel)) (\(base.count) run\(base.count == 1 ? "" : "s")) · "
-            + "head: \(escape(headLabel)) (\(head.count) run\(head.count == 1 ? "" : "s")) · α = \(alpha) · wsload \(escape(toolVersion))</p>"
-        body += "<section id=\"comparison\"><h2>Changes</h2><table><tr><th>metric</th><th>base</th><th>head</th><th>change</th><th>p</th><th></th></tr>"
-        for row in rows {
-            let changed = row.isSignificant(alpha: alpha)
-            let change = changed ? (row.changePercent.map { ($0 >= 0 ? "+" : "") + String(format: "%.1f%%", $0) } ?? "from 0") : "~"
-            let shownChange = row.presence == .both ? change : row.presence.rawValue
-            let verdict = isRegression(row) ? "<td class=\"fail\">regression</td>" : (changed ? "<td>\(row.isWorse(alpha: alpha) ? "worse" : "better")</td>" : "<td></td>")
-            body += "<tr><td>\(escape(row.metric + " " + row.statistic))</td><td>\(format(row.base, row.unit))</td>"
-                + "<td>\(format(row.head, row.unit))</td><td>\(shownChange)</td><td>\(String(format: "%.3f", row.pValue))</td>\(verdict)</tr>"
-        }
-        body += "</table></section><section id=\"latency\"><h2>Latency, base and head</h2>"
-        let pooledBase = pooled(base), pooledHead = pooled(head)
-        for metric in MetricCatalog.latencies {
-            let name = metric.name
-            guard let baseHistogram = pooledBase[histogram: metric], let headHistogram = pooledHead[histogram: metric],
-                baseHistogram.totalCount > 0, headHistogram.totalCount > 0
-            else { continue }
-            body += "<div class=\"pair\">"
-            body += SVGChart(id: "spectrum-\(name)", title: "\(name) percentile spectrum", series: [
-                .init(name: "base", color: palette[0], points: spectrum(baseHistogram), isDashed: true),
-                .init(name: "head", color: palette[2], points: spectrum(headHistogram)),
-            ], xAxis: .percentileSpectrum, yFormat: formatMicroseconds).render()
-            var series: [SVGChart.Series] = []
-            if let first = base.first { series.append(contentsOf: overTime(first, name, prefix: "base ", only: [99], color: palette[0], dashed: true)) }
-            if let first = head.first { series.append(contentsOf: overTime(first, name, prefix: "head ", only: [99], color: palette[2], dashed: false)) }
-            body += SVGChart(id: "over-time-\(name)", title: "\(name) p99 over time (first run of each side)", series: series,
-                             xAxis: .seconds, yFormat: formatMicroseconds).render()
-            body += "</div>"
-        }
-        body += "</section><section id=\"throughput\"><h2>Throughput, base and head</h2>"
-        var throughput: [SVGChart.Series] = []
-        if let first = base.first { throughput.append(.init(name: "base", color: palette[0], points: rate(first, .messagesReceived), isDashed: true)) }
-        if let first = head.first { throughput.append(.init(name: "head", color: palette[2], points: rate(first, .messagesReceived))) }
-        body += SVGChart(id: "messages-per-second", title: "messages received per second (first run of each side)",
-                         series: throughput, xAxis: .seconds, yFormat: { grouped(saturated($0.rounded())) }).render()
-        body += "</section>"
-        return page(title: "wsload compare", body: body)
+        var notes = note.map { [$0] } ?? []
+        if timeline.factor > 1 { notes.append("\(timeline.factor) intervals per point") }
+        var chart = SVGChart(id: id, title: title, note: notes.isEmpty ? nil : notes.joined(separator: "; "), series: series,
+                             xAxis: .seconds, yFormat: yFormat, xLabel: { timeline.label($0) })
+        chart.markers = result.chaos.map { .init(x: $0.firedAt.seconds, label: "\($0.action) at \(formatDuration($0.firedAt))") }
+        return chart.render()
     }
 
-    // MARK: Pieces
-
-    static func status(_ result: RunResult) -> String {
-        if let threshold = result.abortedBy { return "aborted: \(threshold) failed" }
-        if let signal = result.interruptedBy { return "interrupted by \(signal)" }
-        return result.thresholdsPassed ? "completed, thresholds passed" : "completed, thresholds failed"
-    }
-
-    static func thresholdsSection(_ result: RunResult) -> String {
-        guard !result.thresholds.isEmpty else { return "" }
-        var html = "<section id=\"thresholds\"><h2>Thresholds</h2><table><tr><th></th><th>threshold</th><th>actual</th></tr>"
-        for outcome in result.thresholds {
-            let actual: String
-            if let value = outcome.actual {
-                switch (outcome.threshold.metric.kind, outcome.threshold.statistic) {
-                case (.latency, .count), (.throughput, .count): actual = grouped(saturated(value))
-                case (.throughput, _): actual = formatBytes(saturatedInt64(value * 1024)) + "/s"
-                case (.latency, _): actual = formatMicroseconds(value)
-                case (_, .rate): actual = String(format: "%.3f%%", value * 100)
-                default: actual = String(format: "%.1f", value)
-                }
-            } else {
-                actual = outcome.note ?? "no samples"
-            }
-            html += "<tr class=\"\(outcome.passed ? "pass" : "fail")\"><td>\(outcome.passed ? "✓" : "✗")</td>"
-                + "<td class=\"text\">\(escape(outcome.threshold.expression))</td><td>\(escape(actual))</td></tr>"
-        }
-        return html + "</table></section>"
-    }
-
-    static func summaryTable(_ metrics: MetricSet) -> String {
-        var html = "<table><tr><th>metric</th><th>count</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr>"
-        for metric in MetricCatalog.latencies {
-            guard let histogram = metrics[histogram: metric], histogram.totalCount > 0 else { continue }
-            html += "<tr><td>\(escape(metric.name))</td><td>\(grouped(saturated(histogram.totalCount)))</td>"
-            for percentile in [50.0, 90, 99, 99.9] {
-                html += "<td>\(formatMicroseconds(Double(histogram.value(atPercentile: percentile))))</td>"
-            }
-            html += "<td>\(formatMicroseconds(Double(histogram.maximum)))</td></tr>"
-        }
-        html += "</table><table><tr><th>counter</th><th>count</th></tr>"
-        for name in metrics.counters.keys.sorted() {
-            html += "<tr><td>\(escape(name))</td><td>\(grouped(saturated(metrics.counters[name]!)))</td></tr>"
-        }
-        return html + "</table>"
-    }
-
-    static func invariantsSection(_ invariants: InvariantReport) -> String {
-        var html = "<section id=\"invariants\"><h2>Invariants</h2><table><tr><th>invariant</th><th>checked</th><th>violations</th><th>first example</th></tr>"
-        for name in invariants.checked.keys.sorted() {
-            let violations = invariants.violations[name] ?? 0
-            let example = invariants.examples[name]?.first.map { "actor \($0.actor): \($0.detail)" } ?? ""
-            html += "<tr class=\"\(violations == 0 ? "pass" : "fail")\"><td>\(escape(name))</td><td>\(grouped(saturated(invariants.checked[name]!)))</td>"
-                + "<td>\(grouped(saturated(violations)))</td><td class=\"text\">\(escape(example))</td></tr>"
-        }
-        return html + "</table></section>"
-    }
-
-    static func errorsSection(_ metrics: MetricSet) -> String {
-        var html = "<section id=\"errors\"><h2>Errors and close codes</h2><div class=\"pair\"><table><tr><th>error</th><th>count</th></tr>"
-        if metrics.errors.isEmpty { html += "<tr><td colspan=\"2\">none</td></tr>" }
-        for code in metrics.errors.keys.sorted() {
-            html += "<tr><td>\(escape(code))</td><td>\(grouped(saturated(metrics.errors[code]!)))</td></tr>"
-        }
-        html += "</table><table><tr><th>close code</th><th>disconnects</th></tr>"
-        if metrics.disconnects.isEmpty { html += "<tr><td colspan=\"2\">none</td></tr>" }
-        for code in metrics.disconnects.keys.sorted() {
-            html += "<tr><td>\(code)</td><td>\(grouped(saturated(metrics.disconnects[code]!)))</td></tr>"
-        }
-        return html + "</table></div></section>"
-    }
-
-    /// p50/p90/p99 of each interval, at the interval's end.
+    /// Percentiles of histogram `key` per point of the timeline.
     static func overTime(
-        _ result: RunResult, _ name: String, prefix: String, only: [Double] = [50, 90, 99], color: String? = nil, dashed: Bool = false
-    ) -> [SVGChart.Series] {
-        only.enumerated().map { index, percentile in
-            let points = result.intervals.compactMap { interval -> (x: Double, y: Double)? in
-                guard let histogram = interval.metrics.histograms[name], histogram.totalCount > 0 else { return nil }
-                return (interval.end.seconds, Double(histogram.value(atPercentile: percentile)))
-            }
-            let label = prefix + "p" + (percentile.rounded() == percentile ? String(Int(percentile)) : "\(percentile)")
-            return SVGChart.Series(name: label, color: color ?? palette[index % palette.count], points: points, isDashed: dashed)
+        _ result: RunResult, _ timeline: HTMLTimeline, _ key: String,
+        percentiles: [(percentile: Double, color: String)] = Array(percentileLines.prefix(3))
+    ) -> String {
+        let series = percentiles.map { line in
+            SVGChart.Series(name: percentileName(line.percentile), color: line.color, points: timeline.percentile(key, line.percentile))
         }
+        return timeChart(result, timeline, id: "over-time-\(key)", title: "\(key) over time", series: series,
+                         yFormat: formatMicroseconds)
+    }
+
+    /// The percentile spectrum of histogram `key` (a card saying "no samples" when there is none).
+    static func spectrumChart(_ key: String, _ histogram: Histogram?) -> String {
+        let points = histogram.map { $0.totalCount > 0 ? spectrum($0) : [] } ?? []
+        return SVGChart(id: "spectrum-\(key)", title: "\(key) percentile spectrum",
+                        series: [.init(name: key, color: palette[0], points: points.map { ($0.x, $0.y) })],
+                        xAxis: .percentileSpectrum, yFormat: formatMicroseconds).render()
+    }
+
+    /// Events by code per second: the most frequent codes as their own lines, the rest summed as `other`; one flat
+    /// line at zero (and "none") when there were none.
+    static func byCodeChart(
+        _ result: RunResult, _ timeline: HTMLTimeline, id: String, title: String, emptyName: String,
+        codes: [String: UInt64], count: (MetricSet) -> [String: UInt64]
+    ) -> String {
+        let ranked = codes.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.map(\.key)
+        let charted = Array(ranked.prefix(ranked.count > chartedCodes + 1 ? chartedCodes : chartedCodes + 1))
+        let rest = Set(ranked.dropFirst(charted.count))
+        var series = charted.enumerated().map { index, code in
+            SVGChart.Series(name: code, color: codePalette[index % codePalette.count],
+                            points: timeline.rate { count($0)[code] ?? 0 })
+        }
+        if !rest.isEmpty {
+            series.append(.init(name: "other", color: "#7f7f7f", points: timeline.rate { metrics in
+                count(metrics).filter { rest.contains($0.key) }.values.reduce(0, saturatingSum)
+            }))
+        }
+        if series.isEmpty {
+            series = [.init(name: emptyName, color: "#98a2b3", points: timeline.rate { _ in 0 })]
+        }
+        return timeChart(result, timeline, id: id, title: title, note: codes.isEmpty ? "none" : nil, series: series,
+                         yFormat: formatRate)
+    }
+
+    /// p50/p90/p99 of `name` per interval (the comparison draws one side's p99).
+    static func overTimeSeries(
+        _ timeline: HTMLTimeline, _ name: String, prefix: String, only: [Double], color: String, dashed: Bool
+    ) -> [SVGChart.Series] {
+        only.map { percentile in
+            SVGChart.Series(name: prefix + percentileName(percentile), color: color,
+                            points: timeline.percentile(name, percentile), isDashed: dashed)
+        }
+    }
+
+    /// `p50`, `p99.9`.
+    static func percentileName(_ percentile: Double) -> String {
+        "p" + (percentile.rounded() == percentile ? String(Int(percentile)) : "\(percentile)")
     }
 
     /// The percentile spectrum: value against log10(1 / (1 − p)), up to the resolution the sample count allows.
@@ -182,13 +196,19 @@ package enum RunHTML {
         }
     }
 
-    /// A counter per second of each interval.
-    static func rate(_ result: RunResult, _ counter: Metric) -> [(x: Double, y: Double)] {
-        result.intervals.compactMap { interval in
-            let seconds = (interval.end - interval.start).seconds
-            guard seconds > 0 else { return nil }
-            return (interval.end.seconds, Double(interval.metrics.counter(counter)) / seconds)
-        }
+    // MARK: Formats
+
+    /// A rate for an axis or a tooltip: whole numbers from 100 up, one decimal from 10, two below.
+    @Sendable package static func formatRate(_ value: Double) -> String {
+        guard value.isFinite else { return "–" }
+        if value == 0 { return "0" }
+        if abs(value) >= 100 { return grouped(saturated(value.rounded())) }
+        return String(format: abs(value) >= 10 ? "%.1f" : "%.2f", value)
+    }
+
+    /// Bytes per second: `12.5 MiB/s`.
+    @Sendable static func formatByteRate(_ value: Double) -> String {
+        formatBytes(saturatedInt64(value.rounded())) + "/s"
     }
 
     static func pooled(_ results: [RunResult]) -> MetricSet {
@@ -196,36 +216,6 @@ package enum RunHTML {
         // Runs of another histogram layout cannot add exactly; the charts show what adds (merge refuses them).
         for result in results { try? metrics.add(result.total) }
         return metrics
-    }
-
-    static func format(_ value: Double, _ unit: String) -> String {
-        switch unit {
-        case Metric.Unit.microseconds.rawValue: formatMicroseconds(value)
-        case Metric.Unit.kibibytesPerSecond.rawValue: formatBytes(saturatedInt64(value * 1024)) + "/s"
-        case "/s": grouped(saturated(value.rounded()))
-        default: String(format: "%.3f%%", value * 100)
-        }
-    }
-
-    static func page(title: String, body: String) -> String {
-        """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(escape(title))</title>
-        <style>
-        body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1600px; }
-        h1 .name { color: #1f77b4; } .meta { color: #555; }
-        table { border-collapse: collapse; margin: 8px 16px 16px 0; display: inline-table; vertical-align: top; }
-        th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; } th:first-child, td:first-child, td.text { text-align: left; }
-        tr.pass td:first-child { color: #2ca02c; } tr.fail td, td.fail { color: #d62728; font-weight: 600; }
-        .pair { display: flex; flex-wrap: wrap; gap: 16px; }
-        svg.chart { width: 760px; max-width: 100%; height: auto; background: #fff; border: 1px solid #eee; }
-        svg .grid { stroke: #eee; } svg .frame { fill: none; stroke: #bbb; }
-        svg text { font: 11px system-ui, sans-serif; fill: #444; } svg .title { font-size: 13px; font-weight: 600; fill: #222; }
-        </style></head>
-        <body>\(body)</body></html>
-
-        """
     }
 }
 

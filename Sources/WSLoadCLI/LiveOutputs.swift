@@ -58,18 +58,27 @@ struct LiveOutputs: Sendable {
                                                            runID: runID, shard: shard)
             outputs.metrics = endpoint
             if !isQuiet { output.printError("metrics: http://\(endpoint.boundAddress)/metrics") }
+            if let warning = exposureWarning(option: "--metrics", address: endpoint.boundAddress) { output.printError(warning) }
         }
         if let address = options.dashboard {
             do {
-                let endpoint = try await DashboardEndpoint.start(at: address, profileName: profile.name, runID: runID, shard: shard)
+                let endpoint = try await DashboardEndpoint.start(at: address, profile: profile, runID: runID, shard: shard)
                 outputs.dashboard = endpoint
                 if !isQuiet { output.printError("dashboard: http://\(endpoint.boundAddress)/") }
+                if let warning = exposureWarning(option: "--dashboard", address: endpoint.boundAddress) { output.printError(warning) }
             } catch {
                 await outputs.metrics?.stop()
                 throw error
             }
         }
         return outputs
+    }
+
+    /// The line a run prints (even with --quiet) when `option` listens beyond loopback: only an address the user gave
+    /// explicitly can do that, and they should know who else can read it.
+    static func exposureWarning(option: String, address: LiveAddress) -> String? {
+        address.isLoopback ? nil
+            : "warning: \(option) listens on \(address), beyond loopback: anyone who can reach this host on that port can read it"
     }
 
     /// The run's latest figures, about once a second.

@@ -1,0 +1,89 @@
+import Histogram
+import Profile
+
+/// A run's intervals as the HTML report charts them: at most ``maximumPoints`` buckets, each the exact sum of
+/// consecutive intervals (histograms added slot by slot, counters added), so a percentile over time is the
+/// percentile of the merged interval — never an average of percentiles — however long the run was.
+package struct HTMLTimeline: Sendable {
+    /// One charted point in time: the merged span, the connections live at its end and the most live at the end
+    /// of any interval it merged, and what the span measured.
+    package struct Bucket: Sendable {
+        package var start: Duration
+        package var end: Duration
+        package var liveConnections: Int
+        package var peakConnections: Int
+        package var metrics: MetricSet
+
+        /// The span's length in seconds (0 for a degenerate interval: rates then have no point).
+        package var seconds: Double { max(0, (end - start).seconds) }
+        /// Where the bucket is drawn: at its end (the moment its interval closed).
+        package var x: Double { end.seconds }
+
+        /// `count` of the span per second; nil when the span has no length.
+        package func perSecond(_ count: UInt64) -> Double? { seconds > 0 ? Double(count) / seconds : nil }
+    }
+
+    /// The most points a chart of the report draws: a few hundred keep a chart readable and the file small (a
+    /// 24-hour soak at 1-second intervals would otherwise draw 86,400).
+    package static let maximumPoints = 300
+
+    package var buckets: [Bucket]
+    /// How many intervals each bucket merges (the last may merge fewer).
+    package var factor: Int
+
+    /// Merges `intervals` in runs of `factor` = ⌈count / maximumPoints⌉ consecutive intervals.
+    package init(_ intervals: [RunResult.Interval], maximumPoints: Int = HTMLTimeline.maximumPoints) {
+        let limit = max(1, maximumPoints)
+        factor = max(1, (intervals.count + limit - 1) / limit)
+        buckets = []
+        buckets.reserveCapacity(min(intervals.count, limit))
+        var index = 0
+        while index < intervals.count {
+            let group = intervals[index..<min(intervals.count, index + factor)]
+            var bucket = Bucket(
+                start: group.first!.start, end: group.last!.end, liveConnections: group.last!.liveConnections,
+                peakConnections: group.map(\.liveConnections).max()!, metrics: group.first!.metrics)
+            for interval in group.dropFirst() {
+                // Intervals of one report share one histogram layout; a crafted file whose layouts differ keeps
+                // what adds (the charts are a view: the report's totals are never computed from them).
+                try? bucket.metrics.add(interval.metrics)
+            }
+            buckets.append(bucket)
+            index += factor
+        }
+    }
+
+    /// The bucket whose end is `x`, for hover labels.
+    package func bucket(endingAt x: Double) -> Bucket? {
+        // Buckets are in time order: a binary search finds the one drawn at x.
+        var low = 0, high = buckets.count - 1
+        while low <= high {
+            let middle = (low + high) / 2
+            if buckets[middle].x == x { return buckets[middle] }
+            if buckets[middle].x < x { low = middle + 1 } else { high = middle - 1 }
+        }
+        return nil
+    }
+
+    /// The hover label of the bucket drawn at `x`: its span, `12s–13s`.
+    package func label(_ x: Double) -> String {
+        guard let bucket = bucket(endingAt: x) else { return SVGChart.secondsLabel(x) }
+        return SVGChart.secondsLabel(bucket.start.seconds) + "–" + SVGChart.secondsLabel(bucket.end.seconds)
+    }
+
+    /// Percentile `percentile` of histogram `name` per bucket (nil where the bucket has no samples).
+    package func percentile(_ name: String, _ percentile: Double) -> [(x: Double, y: Double?)] {
+        buckets.map { bucket in
+            guard let histogram = bucket.metrics.histograms[name], histogram.totalCount > 0 else { return (bucket.x, nil) }
+            return (bucket.x, Double(histogram.value(atPercentile: percentile)))
+        }
+    }
+
+    /// `count(metrics)` per second of each bucket.
+    package func rate(_ count: (MetricSet) -> UInt64) -> [(x: Double, y: Double?)] {
+        buckets.map { ($0.x, $0.perSecond(count($0.metrics))) }
+    }
+
+    /// Counter `name` per second of each bucket.
+    package func rate(_ name: String) -> [(x: Double, y: Double?)] { rate { $0.counter(name) } }
+}

@@ -43,7 +43,7 @@ private func at(_ value: JSONValue?, _ path: Any...) -> JSONValue? {
     return current
 }
 
-@Suite("wsload distribute kubernetes", .timeLimit(.minutes(4)))
+@Suite("wsload distribute kubernetes", .serialized, .timeLimit(.minutes(4)))
 struct DistributeKubernetesTests {
     /// Writes the manifests of a 4-shard run of ``tokenProfile`` into a fresh directory and returns it.
     private func generate(_ scratch: DistributeScratch, extra: [String] = []) async throws -> String {

@@ -13,7 +13,7 @@ private func environment(_ values: [String: String]) -> [String: String?] {
     engineVariables.merging(values.mapValues { Optional($0) }) { $1 }
 }
 
-@Suite("wsload run --shard auto", .timeLimit(.minutes(3)))
+@Suite("wsload run --shard auto", .serialized, .timeLimit(.minutes(3)))
 struct DistributeShardAutoTests {
     @Test("a Slurm array task and an Indexed Job pod run their slice; the report says which")
     func runsTheSlice() async throws {

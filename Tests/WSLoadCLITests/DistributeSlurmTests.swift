@@ -6,7 +6,7 @@ import TestSupport
 /// A 10 s echo profile (gracefulStop 5 s): the default time limit is 10 s + 5 s + the lead 30 s + 5 min = 5m45s.
 private let profileText = echoProfile(name: "echo-4", duration: "10s", connections: 8)
 
-@Suite("wsload distribute slurm", .timeLimit(.minutes(3)))
+@Suite("wsload distribute slurm", .serialized, .timeLimit(.minutes(3)))
 struct DistributeSlurmTests {
     @Test("writes submit.sh, wsload.sbatch, merge.sbatch, reports/ and logs/; the scripts parse")
     func files() async throws {

@@ -65,6 +65,10 @@ package struct JournalReader {
             _ = Glibc.close(descriptor)
             throw JournalFormatError(source: path, reason: "cannot be read (\(reason))", isUnreadable: true)
         }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            _ = Glibc.close(descriptor)
+            throw JournalFormatError(source: path, reason: "not a regular file", isUnreadable: true)
+        }
         guard status.st_size <= RunJournal.maximumSize else {
             _ = Glibc.close(descriptor)
             throw JournalFormatError(source: path, reason: "\(status.st_size) bytes: larger than the journal cap of "
@@ -241,7 +245,8 @@ package struct JournalReader {
 }
 
 /// The lines of a journal: from bytes in memory, or from a file read a chunk at a time, keeping at most one line (up to
-/// ``RunJournal/maximumRecordSize``) and one chunk in memory. Tracks each line's number and byte offset.
+/// ``RunJournal/maximumRecordSize``) and one chunk in memory. Tracks each line's number and byte offset. The buffer is
+/// filled and searched through pointers (read(2), memchr, memmove): a journal is mostly long lines.
 struct JournalLines {
     enum Item {
         case line(ArraySlice<UInt8>, JournalReader.Place)
@@ -255,10 +260,12 @@ struct JournalLines {
 
     private let source: String
     private var descriptor: Int32
-    private var buffer: [UInt8]
-    /// Where the next line starts in `buffer`, and the journal offset of `buffer[0]`.
-    private var position = 0
+    /// `storage[0..<filled]` holds the journal from offset `bufferOffset` on.
+    private var storage: [UInt8]
+    private var filled: Int
     private var bufferOffset = 0
+    /// Where the next line starts in `storage`.
+    private var position = 0
     /// Where the search for the next line end resumes (bytes before it hold none).
     private var scanned = 0
     private var isAtEnd: Bool
@@ -267,14 +274,16 @@ struct JournalLines {
     init(bytes: [UInt8], source: String) {
         self.source = source
         descriptor = -1
-        buffer = bytes
+        storage = bytes
+        filled = bytes.count
         isAtEnd = true
     }
 
     init(descriptor: Int32, source: String) {
         self.source = source
         self.descriptor = descriptor
-        buffer = []
+        storage = []
+        filled = 0
         isAtEnd = false
     }
 
@@ -286,66 +295,87 @@ struct JournalLines {
 
     mutating func next() throws(JournalFormatError) -> Item {
         while true {
-            if let end = buffer[scanned...].firstIndex(of: UInt8(ascii: "\n")) {
+            if let end = lineEnd(from: scanned) {
                 let place = JournalReader.Place(line: lineNumber, offset: bufferOffset + position)
                 guard end - position <= RunJournal.maximumRecordSize else { throw oversized(at: place) }
-                let line = buffer[position..<end]
+                let line = storage[position..<end]
                 position = end + 1
                 scanned = position
                 lineNumber += 1
                 return .line(line, place)
             }
-            scanned = buffer.count
+            scanned = filled
             if isAtEnd {
-                guard position < buffer.count else { return .end }
-                let torn = Item.torn(offset: bufferOffset + position, length: buffer.count - position)
-                position = buffer.count
+                guard position < filled else { return .end }
+                let torn = Item.torn(offset: bufferOffset + position, length: filled - position)
+                position = filled
                 return torn
             }
-            if buffer.count - position > RunJournal.maximumRecordSize { return try skipOversized() }
+            if filled - position > RunJournal.maximumRecordSize { return try skipOversized() }
             try readChunk()
         }
     }
 
-    /// Drops the consumed lines and appends the next chunk of the file (none at its end).
+    /// Moves the unconsumed bytes to the front, then appends the next chunk of the file (none at its end).
     private mutating func readChunk() throws(JournalFormatError) {
         if position > 0 {
-            buffer.removeSubrange(0..<position)
+            let (start, count) = (position, filled - position)
+            storage.withUnsafeMutableBytes { bytes in _ = memmove(bytes.baseAddress!, bytes.baseAddress! + start, count) }
             bufferOffset += position
             scanned -= position
+            filled = count
             position = 0
         }
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: Self.chunkSize))
-        let descriptor = self.descriptor
+        if storage.count - filled < Self.chunkSize {
+            // Doubling, up to what a record at the cap and one chunk need (never more is held).
+            let capacity = max(filled + Self.chunkSize, min(2 * storage.count, RunJournal.maximumRecordSize + 2 * Self.chunkSize))
+            var grown = [UInt8](repeating: 0, count: capacity)
+            let count = filled
+            grown.withUnsafeMutableBytes { to in storage.withUnsafeBytes { from in _ = memcpy(to.baseAddress!, from.baseAddress!, count) } }
+            storage = grown
+        }
+        let (descriptor, start) = (self.descriptor, filled)
         var count = -1
         while count < 0 {
-            count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + start, Self.chunkSize) }
+            count = storage.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + start, Self.chunkSize) }
             if count < 0 && errno != EINTR {
                 let reason = String(cString: strerror(errno))
-                buffer.removeSubrange(start...)
+                close()
                 throw JournalFormatError(source: source, reason: "cannot be read (\(reason))", isUnreadable: true)
             }
         }
-        buffer.removeSubrange((start + count)...)
+        filled += count
         if count == 0 { close() }
+        // A journal that grew past the cap while it was read (a run still appending to it) is refused like one
+        // that was too large to begin with.
+        guard bufferOffset + filled <= RunJournal.maximumSize else {
+            close()
+            throw JournalFormatError(source: source, reason: "larger than the journal cap of \(RunJournal.capDescription)")
+        }
     }
 
     /// A line past the record cap: read on without keeping it, to tell a torn last record (no line end before the
     /// journal's end: ignored like any torn record) from an oversized one (an error).
     private mutating func skipOversized() throws(JournalFormatError) -> Item {
         let place = JournalReader.Place(line: lineNumber, offset: bufferOffset + position)
-        var length = buffer.count - position
-        buffer = []
-        position = 0
-        scanned = 0
+        var length = filled - position
         while true {
             bufferOffset = place.offset + length
+            (filled, position, scanned) = (0, 0, 0)
             try readChunk()
-            if buffer.contains(UInt8(ascii: "\n")) { throw oversized(at: place) }
-            length += buffer.count
-            buffer = []
+            if lineEnd(from: 0) != nil { throw oversized(at: place) }
+            length += filled
             if isAtEnd { return .torn(offset: place.offset, length: length) }
+        }
+    }
+
+    /// The index of the first line end in the buffer at or after `start` (memchr: a journal's lines are long).
+    private func lineEnd(from start: Int) -> Int? {
+        guard start < filled else { return nil }
+        return storage.withUnsafeBufferPointer { bytes in
+            memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: "\n")), filled - start).map {
+                bytes.baseAddress!.distance(to: $0.assumingMemoryBound(to: UInt8.self))
+            }
         }
     }
 

@@ -126,11 +126,12 @@ package struct RunResult: Sendable {
 
     /// The one way a result is assembled — by the run's coordinator and by the report reader — so a new field
     /// is a new parameter both must pass. Thresholds are not passed: they are evaluated here, against the
-    /// totals over the planned part of the run (``evaluateThresholds()``).
+    /// totals over the planned part of the run (``evaluateThresholds()``). `intervalLog` alone has a default (nil:
+    /// read as factor 1), for results built by hand in tests; the run, the reader and a recovery pass theirs.
     package init(
         profile: Profile, seed: UInt64, loops: Int, startedAt: Date, endedAt: Date, elapsed: Duration,
         interruptedBy: String?, abortedBy: String?, scenarios: [ScenarioResult], total: MetricSet, intervals: [Interval],
-        intervalLog: IntervalLog?, unfinishedConnections: Int, liveHandlesAfterStop: Int, waitingTasksAfterStop: Int,
+        intervalLog: IntervalLog? = nil, unfinishedConnections: Int, liveHandlesAfterStop: Int, waitingTasksAfterStop: Int,
         shard: Shard?, mergedFrom: [String], invariants: InvariantReport, chaos: [ChaosRecord], reconnectStorm: ReconnectStorm?
     ) {
         self.profile = profile

@@ -19,7 +19,11 @@ enum ReportCommand: Subcommand {
         before writing the report, and writes the report of every interval the journal holds, marked
         incomplete ("run.incomplete": true): its totals are the exact sum of those intervals. A torn last
         line (the run was killed while writing it) is ignored with a warning; any other bad line is an
-        error naming its line and byte offset (exit 65).
+        error naming its line and byte offset (exit 65). It reads the interval log a completed run keeps
+        beside a downsampled report (<report stem>.intervals.jsonl, the same format) the same way.
+
+        --hlog writes every base interval: from the interval log the report names (intervalSeries.file,
+        beside the report) when its series was downsampled, else the report's own intervals.
 
         USAGE: wsload report <report.json> [--html <file.html>] [--hlog <file.hlog>]
                wsload report --recover <report.json.partial> [--out <report.json>]
@@ -29,7 +33,8 @@ enum ReportCommand: Subcommand {
           --hlog <file>           Write the interval histograms as an HdrHistogram log.
           --recover <journal>     Write the report of a run journal left by a run that was killed.
           --out <file>            With --recover: write the report here. (default: the journal's path
-                                  without .partial, which must not exist)
+                                  without .partial, or <stem>.json for <stem>.intervals.jsonl; it must
+                                  not exist)
           -h, --help              Show help information.
 
         EXIT CODES:

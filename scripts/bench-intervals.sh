@@ -3,9 +3,9 @@
 # embedded server with "report": {"interval": "100ms"} for MINUTES minutes (10 minutes = 6,000 intervals, the count
 # of 8 h at 5 s), VmRSS of the wsload process sampled from /proc every 10 s.
 # Prints RSS after the warm-up (1 minute), at the end of the load (the last sample within the duration), the growth
-# between them and the peak (which includes the stop and writing the report, when the series is decoded once); the
-# report's size, its interval entries and factor; the interval log's size (the full-resolution journal kept beside
-# the report when the series was downsampled). Targets: growth < 5 MB after the warm-up over 10 minutes, report
+# between them, and the process's peak RSS (wait4's ru_maxrss: it includes the stop and writing the report, when the
+# series is decoded once); the report's size, its interval entries and factor; the interval log's size (the
+# full-resolution journal kept beside the report when the series was downsampled). Targets: growth < 5 MB after the warm-up over 10 minutes, report
 # < 2 MB. Also prints the box's load average at the start and the end (the figures are this box's, shared).
 # Usage: scripts/bench-intervals.sh [MINUTES]   (default 10; a decimal is fine, e.g. 0.5)
 #        BUILD=0 skips the release build; WSLOAD=PATH runs another binary; CONNECTIONS=N (default 10);
@@ -53,7 +53,12 @@ child = subprocess.Popen([wsload, "run", f"{work}/profile.json", "--quiet", "--o
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 samples = []  # (seconds since start, KiB)
 next_sample = 0.0
-while child.poll() is None:
+while True:
+    # wait4: the child's own peak RSS (ru_maxrss, KiB) comes with its exit status.
+    pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+    if pid:
+        child.returncode = os.waitstatus_to_exitcode(status)
+        break
     now = time.monotonic() - started
     if now >= next_sample:
         value = rss_kib(child.pid)
@@ -72,9 +77,10 @@ peak = max((v for _, v in samples), default=None)
 mib = lambda kib: f"{kib / 1024:.1f} MiB"
 if after_warmup is not None and end is not None:
     print(f"RSS after warm-up ({warmup} s): {mib(after_warmup)}; at the end of the load: {mib(end)}; "
-          f"growth {(end - after_warmup) / 1024:+.1f} MiB; peak {mib(peak)} (the stop and the report included)")
+          f"growth {(end - after_warmup) / 1024:+.1f} MiB; highest sample {mib(peak)}")
 else:
-    print(f"RSS: the run was shorter than the warm-up; at the end {mib(end) if end else 'n/a'}, peak {mib(peak) if peak else 'n/a'}")
+    print(f"RSS: the run was shorter than the warm-up; at the end {mib(end) if end else 'n/a'}, highest sample {mib(peak) if peak else 'n/a'}")
+print(f"peak RSS of the whole process (wait4 ru_maxrss: the stop and writing the report included): {mib(usage.ru_maxrss)}")
 with open(out) as f: document = json.load(f)
 series = document.get("intervalSeries") or {}
 print(f"report: {os.path.getsize(out) / 1e6:.2f} MB, {len(document.get('intervals', []))} interval entries, "

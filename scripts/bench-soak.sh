@@ -277,6 +277,12 @@ def describe(name, result, f, note, extra_rows=()):
         else: print(f"growth {label}: needs samples at minute 2 and later (run 3 minutes or more)")
     cpu = "  ".join(f"{label} {v:.1f} CPU-s" for label, v in result["cpu"].items() if v is not None)
     print(f"cpu: {cpu} over {result['wall']:.0f} s")
+    if f is None or result["exit"] not in (0, 3, 4):
+        try:
+            with open(os.path.join(work, f"{name.split()[0]}-stderr.txt")) as err: tail = err.read().strip().splitlines()[-20:]
+        except OSError:
+            tail = []
+        if tail: print("wsload run's stderr (last lines):\n  " + "\n  ".join(tail))
     if f is None:
         print(f"report: {note}")
         return

@@ -22,10 +22,11 @@ release build. MODEs (default: serve storm):
 For each mode it prints the table (minute, RSS in MiB, the 1-minute load average), the growth after
 the first 2 minutes (minute 2 to the last sample, and the least-squares slope over those minutes), the
 peak (VmHWM), the run's exit code (0 ok, 3 thresholds failed, 4 invariant violations, 124 killed by the
-time limit) and the report's key figures; at the end a compact summary to paste into a note. Minute
+time limit) and the report's key figures; at the end a compact summary to paste into a note. The script
+exits 1 when a run wrote no report or ended other than 0, 3 or 4 (64 for bad arguments). Minute
 MINUTES is sampled 5 s before the run's duration ends, so every row is steady traffic (the stop and the
 report's writing show only in the peak). Every process runs under `timeout` (the run's duration plus
-its graceful stop plus 3 minutes).
+its graceful stop plus 3 minutes); Ctrl-C (or SIGTERM) ends them with the script.
 
 Environment:
   BUILD=0          skip `swift build -c release --product wsload`
@@ -79,6 +80,17 @@ import json, os, re, select, signal, subprocess, sys, time
 work, minutes, wsload, root, interval = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 modes = sys.argv[6:]
 STOP_MARGIN = 5  # the last row is sampled this many seconds before the duration ends
+started_processes = []  # the `timeout` wrappers this script started: ended with it (timeout passes the signal on)
+
+def end_started_processes(signum=None, frame=None):
+    for process in started_processes:
+        if process.poll() is None:
+            try: process.send_signal(signal.SIGTERM)
+            except OSError: pass
+    if signum is not None: sys.exit(128 + signum)
+
+signal.signal(signal.SIGTERM, end_started_processes)
+signal.signal(signal.SIGINT, end_started_processes)
 
 def uptime():
     try:
@@ -154,6 +166,7 @@ def profile_copy(name, source, run_seconds, storm):
 def start_server(limit):
     command = bounded(limit, [wsload, "serve", "--port", "0"], "TERM")
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=open(os.path.join(work, "serve-stderr.txt"), "w"))
+    started_processes.append(server)
     pid = child_of(server.pid)
     end, line = time.monotonic() + 60, b""
     while time.monotonic() < end and b"\n" not in line:
@@ -185,6 +198,7 @@ def run_sampled(name, profile_path, duration_seconds, graceful_seconds, extra, w
     stderr = open(os.path.join(work, f"{name}-stderr.txt"), "w")
     started = time.monotonic()
     runner = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+    started_processes.append(runner)
     client = child_of(runner.pid)
     if client is None: sys.exit(f"bench-soak: {name}: wsload run did not start")
     pids = [(client_label, client)] + watched
@@ -316,7 +330,7 @@ def summary_line(name, result, f):
 print(f"bench-soak: {minutes} min per mode ({' '.join(modes)}), {wsload}, {os.cpu_count()} cores, work dir {work}")
 print(f"start: {uptime()}", flush=True)
 start_load = os.getloadavg()
-summaries = []
+summaries, failed_modes = [], []
 for mode in modes:
     if mode == "serve":
         path, profile = profile_copy("serve", os.path.join(root, "Profiles/soak.json"), minutes * 60, storm=False)
@@ -344,6 +358,7 @@ for mode in modes:
         for r in result["rows"]:
             out.write(f"{r['minute']}\t{r['seconds']}\t" + "\t".join(str(r[l]) for l in result["labels"]) + f"\t{r['load']:.2f}\n")
     summaries.append(summary_line(mode, result, f))
+    if f is None or result["exit"] not in (0, 3, 4): failed_modes.append(f"{mode} (exit {result['exit']})")
 
 print(f"\nend: {uptime()}")
 print("\n---- summary (paste into a note) ----")
@@ -359,4 +374,6 @@ print(f"wsload soak, {minutes} min per mode, {binary}, "
       f"{os.cpu_count()} cores shared; load avg start {' '.join(f'{x:.2f}' for x in start_load)}, "
       f"end {' '.join(f'{x:.2f}' for x in os.getloadavg())}" + (f"; report.interval {interval}" if interval else ""))
 for line in summaries: print(line)
+if failed_modes:
+    sys.exit(f"bench-soak: no complete figures from {', '.join(failed_modes)}: see the lines above")
 PY

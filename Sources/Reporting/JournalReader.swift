@@ -55,7 +55,9 @@ package struct JournalReader {
             throw JournalFormatError(source: path, reason: isDirectory.boolValue ? "is a directory" : "no such file or not readable",
                                      isUnreadable: true)
         }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO (or a device) put where a journal should be must not wait for a writer; the
+        // regular-file check below then refuses it. Reads of a regular file never block, whatever the flag.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw JournalFormatError(source: path, reason: "no such file or not readable", isUnreadable: true)
         }

@@ -146,8 +146,7 @@ enum RunCommand: Subcommand {
         defer { _ = signalLoop.shutdown() }
         let live: LiveOutputs
         do {
-            live = try await LiveOutputs.start(liveOptions, profile: profile, runID: journal.runID, shard: shard, output: output,
-                                               isQuiet: isQuiet)
+            live = try await LiveOutputs.start(liveOptions, profile: profile, runID: journal.runID, shard: shard, output: output)
         } catch {
             output.printError("Error: \(error)")
             return .failure

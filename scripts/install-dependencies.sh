@@ -13,6 +13,8 @@ if [[ "${1:-}" == "--test" ]]; then
     # `run --metrics`, started by the test with its own configuration and data directory. (util-linux's prlimit,
     # setpriv and unshare are part of every Debian system.)
     packages+=(openssl iproute2 python3 python3-pip chromium nginx curl libxml2-utils prometheus)
+    # node: `node --check` parses the dashboard's inline script in a test (any node will do; Debian's if none is on PATH).
+    command -v node >/dev/null 2>&1 || packages+=(nodejs)
 fi
 
 missing=()

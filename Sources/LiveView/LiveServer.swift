@@ -56,7 +56,7 @@ package final class LiveServer: Sendable {
         /// The time the kernel may refuse a response's (or an event batch's) bytes before the client is closed.
         package var writeTimeout: Duration = .seconds(10)
         /// Per SSE client: published bytes its writer has not taken yet (past what the socket buffers) before the
-        /// client is disconnected.
+        /// client is disconnected. ``EventStream`` enforces it (this is its default cap).
         package var maximumUnsentEventBytes = 1024 * 1024
 
         /// The limits `wsload run` serves with.

@@ -1,25 +1,13 @@
 import Glibc
 import Histogram
+import LoadEngine
 import Profile
 import Reporting
 
 /// What one scrape of `/metrics` shows: the run's latest figures, per scenario.
 package struct MetricsSnapshot: Sendable {
-    /// One scenario's figures.
-    package struct Scenario: Sendable {
-        package var name: String
-        package var liveConnections: Int
-        package var targetConnections: Int
-        /// Cumulative since the run started.
-        package var total: MetricSet
-
-        package init(name: String, liveConnections: Int, targetConnections: Int, total: MetricSet) {
-            self.name = name
-            self.liveConnections = liveConnections
-            self.targetConnections = targetConnections
-            self.total = total
-        }
-    }
+    /// One scenario's figures: the progress's own (name, live and target connections, cumulative totals).
+    package typealias Scenario = ScenarioProgress
 
     package var profileName: String
     package var runID: String

@@ -43,7 +43,7 @@ struct Coordinator {
         self.shard = shard
         agenda = RunAgenda(profile: profile)
         fleet = ConnectionFleet(plans: plans, loops: group.loops, random: random, running: RunningConnections(wakeup: wakeup))
-        tally = RunTally(scenarioCount: plans.count)
+        tally = RunTally(scenarioCount: plans.count, maximumIntervals: profile.report.maxIntervals)
     }
 
     /// Runs the load to its end (the duration, a stop request, an aborting threshold, or every connection
@@ -92,7 +92,9 @@ struct Coordinator {
             scenarios: fleet.plans.indices.map {
                 .init(scenario: fleet.plans[$0].scenario, metrics: tally.scenarioTotals[$0], peakTarget: fleet.peakTargets[$0])
             },
-            total: tally.total, intervals: tally.intervals, unfinishedConnections: unfinished, invariants: tally.invariants,
+            total: tally.total, intervals: tally.series.entries,
+            intervalLog: tally.series.log(baseSeconds: profile.report.interval.seconds), unfinishedConnections: unfinished,
+            invariants: tally.invariants,
             chaos: chaosLog.records.sorted { $0.at < $1.at }, reconnectStorm: tally.reconnectStorm)
     }
 
@@ -188,7 +190,9 @@ struct CoordinatorOutcome {
     var abortedBy: String?
     var scenarios: [RunResult.ScenarioResult]
     var total: MetricSet
+    /// The bounded interval series at the end (every closed interval is in the journal).
     var intervals: [RunResult.Interval]
+    var intervalLog: RunResult.IntervalLog
     var unfinishedConnections: Int
     var invariants: InvariantReport
     var chaos: [RunResult.ChaosRecord]

@@ -209,8 +209,8 @@ package struct LoadRun: Sendable {
             profile: profile, seed: seed, loops: group.loops.count, startedAt: outcome.startedAt, endedAt: outcome.endedAt,
             elapsed: outcome.elapsed, interruptedBy: shutdown?.signal.map { $0 == 0 ? "request" : signalName($0) },
             abortedBy: outcome.abortedBy, scenarios: outcome.scenarios, total: outcome.total, intervals: outcome.intervals,
-            unfinishedConnections: outcome.unfinishedConnections, liveHandlesAfterStop: liveHandlesAfterStop,
-            waitingTasksAfterStop: waitingTasksAfterStop, shard: shard, mergedFrom: [], invariants: outcome.invariants,
+            intervalLog: outcome.intervalLog, unfinishedConnections: outcome.unfinishedConnections,
+            liveHandlesAfterStop: liveHandlesAfterStop, waitingTasksAfterStop: waitingTasksAfterStop, shard: shard, mergedFrom: [], invariants: outcome.invariants,
             chaos: outcome.chaos, reconnectStorm: outcome.reconnectStorm,
             scheduledStart: startAt.map { .init(at: $0, lateBy: outcome.startedAt.timeIntervalSince($0)) })
     }

@@ -54,8 +54,13 @@ package struct Profile: Sendable {
     package struct ReportOptions: Sendable, Equatable {
         /// Where the JSON report is written (created if missing).
         package var directory = "Reports/runs"
-        /// The interval series resolution.
-        package var interval: Duration = .seconds(5)
+        /// The interval series resolution: one base interval (at least 100 ms).
+        package var interval: Duration = .seconds(1)
+        /// The most interval entries a report holds (`report.maxIntervals`, 2...100,000): past it adjacent entries
+        /// merge, so a run of any length keeps a bounded series (the journal keeps every base interval).
+        package var maxIntervals = 600
+        /// The values `maxIntervals` may take.
+        package static let maxIntervalsRange = 2...100_000
     }
 
     package var version: Int

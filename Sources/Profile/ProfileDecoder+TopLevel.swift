@@ -196,6 +196,9 @@ extension ProfileReader {
         if let interval = duration(object["interval"], "report.interval", minimum: .milliseconds(100)) {
             options.interval = interval
         }
+        if let count = integer(object["maxIntervals"], "report.maxIntervals", in: Profile.ReportOptions.maxIntervalsRange) {
+            options.maxIntervals = count
+        }
         return options
     }
 }

@@ -31,7 +31,7 @@ package enum ProfileDecoder {
         "chaos": ["at", "action", "fraction", "code", "for"],
         "tls": ["caFile", "insecure", "serverName"],
         "auth": ["type", "name", "tokenEnv", "tokenFile"],
-        "report": ["directory", "interval"],
+        "report": ["directory", "interval", "maxIntervals"],
         "scenario": [
             "name", "kind", "startAfter", "pattern", "path", "connections", "stages", "pingInterval", "pingTimeout",
             "reconnect", "subprotocols", "compression", "message", "schedule", "messagesPerConnection", "subscribe",

@@ -23,6 +23,11 @@ package enum HistogramLog {
     }
 
     package static func text(entries: [Entry], startTime: Date, comment: String? = nil) -> String {
+        header(startTime: startTime, comment: comment) + entries.map(line).joined()
+    }
+
+    /// The log's header lines (each ending in a line end): what ``line(_:)``s follow, so a long log streams.
+    package static func header(startTime: Date, comment: String? = nil) -> String {
         let epoch = startTime.timeIntervalSince1970
         let formatter = ISO8601DateFormatter()
         var lines = ["#[Histogram log format version 1.3]"]
@@ -31,12 +36,14 @@ package enum HistogramLog {
         lines.append("#[BaseTime: \(fixed(epoch)) (seconds since epoch)]")
         lines.append("#[Values in microseconds; Interval_Max in milliseconds]")
         lines.append("\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"")
-        for entry in entries {
-            let tag = entry.tag.map { $0 == "," || $0 == " " ? "_" : $0 }
-            lines.append("Tag=\(String(tag)),\(fixed(entry.start)),\(fixed(entry.length)),"
-                + "\(fixed(Double(entry.histogram.maximum) / 1000)),\(entry.histogram.serialized())")
-        }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// One interval histogram's line, with its line end.
+    package static func line(_ entry: Entry) -> String {
+        let tag = entry.tag.map { $0 == "," || $0 == " " ? "_" : $0 }
+        return "Tag=\(String(tag)),\(fixed(entry.start)),\(fixed(entry.length)),"
+            + "\(fixed(Double(entry.histogram.maximum) / 1000)),\(entry.histogram.serialized())\n"
     }
 
     /// Three decimals, as the HdrHistogram writers print timestamps.

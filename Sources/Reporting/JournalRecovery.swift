@@ -19,9 +19,12 @@ package struct JournalFormatError: Error, Sendable, CustomStringConvertible {
 }
 
 /// A run journal (`wsload.journal/1`, written by ``RunJournal``) read back as the report of its run, marked
-/// incomplete: every interval the journal holds, and totals (run-wide and per scenario) that are the exact sum of
-/// those intervals (histograms merged slot by slot). A torn last line — the run was killed while writing it — is
-/// ignored with a warning naming its byte offset; any other bad line is an error naming its line and offset.
+/// incomplete: a bounded series of the journal's intervals (``IntervalSeries``, `report.maxIntervals` of the journaled
+/// profile: downsampled when the journal holds more), and totals (run-wide and per scenario) that are the exact sum of
+/// every interval (histograms merged slot by slot). The journal streams through ``JournalReader``, one record at a
+/// time: memory is the series and the totals, whatever the journal's size. A torn last line — the run was killed while
+/// writing it — is ignored with a warning naming its byte offset; any other bad line is an error naming its line and
+/// offset. The interval log a completed run keeps (`<stem>.intervals.jsonl`) is the same format and reads the same.
 package struct JournalRecovery: Sendable {
     package var result: RunResult
     package var toolVersion: String
@@ -29,40 +32,33 @@ package struct JournalRecovery: Sendable {
     /// What was ignored (a torn last record), for the user.
     package var warnings: [String] = []
 
-    /// Reads the journal at `path` with a decode budget of its own, one for the whole journal.
+    /// The histogram slots a journal of `size` bytes may have its reader decode: the command's budget, or 256 slots per
+    /// byte of the journal when that is more. A journal streams, so what it decodes is not what it holds (that is
+    /// bounded apart: see ``maximumHeldSlots``); the budget bounds the work a small crafted journal can cause, while an
+    /// honest journal of days (wsload's histograms cost at most about 100 slots per byte of their JSON) reads whole.
+    package static func decodeBudget(forJournalOf size: Int) -> HistogramDecodeBudget {
+        let (scaled, overflow) = size.multipliedReportingOverflow(by: 256)
+        return HistogramDecodeBudget(slots: max(HistogramDecodeBudget.commandSlots, overflow ? .max : scaled))
+    }
+
+    /// The most histogram slots a recovery holds at once (the series and the totals): 2^28 (2 GiB), the budget of one
+    /// command. A crafted journal of huge layouts under distinct names is refused when it passes this.
+    package static let maximumHeldSlots = HistogramDecodeBudget.commandSlots
+
+    /// Reads the journal at `path` with a decode budget sized for it (``decodeBudget(forJournalOf:)``).
     /// - Throws: ``JournalFormatError``.
     package init(contentsOf path: String) throws(JournalFormatError) {
-        var budget = HistogramDecodeBudget()
-        try self.init(contentsOf: path, budget: &budget)
+        var reader = try JournalReader(contentsOf: path)
+        defer { reader.close() }
+        var budget = Self.decodeBudget(forJournalOf: reader.size)
+        try self.init(reading: &reader, name: URL(fileURLWithPath: path).lastPathComponent, budget: &budget)
     }
 
     /// Reads the journal at `path`, every record's histograms taken from `budget`. - Throws: ``JournalFormatError``.
     package init(contentsOf path: String, budget: inout HistogramDecodeBudget) throws(JournalFormatError) {
-        let name = URL(fileURLWithPath: path).lastPathComponent
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-            let handle = FileHandle(forReadingAtPath: path)
-        else {
-            throw JournalFormatError(source: path, reason: isDirectory.boolValue ? "is a directory" : "no such file or not readable",
-                                     isUnreadable: true)
-        }
-        defer { try? handle.close() }  // read-only: closing cannot lose data
-        // Refuse an oversized journal by its size, before reading (or allocating) any of it.
-        var status = stat()
-        if fstat(handle.fileDescriptor, &status) == 0, status.st_size > RunJournal.maximumSize {
-            throw JournalFormatError(source: path, reason: "\(status.st_size) bytes: larger than the journal cap of "
-                + "\(RunJournal.maximumSize >> 20) MiB")
-        }
-        let data: Data
-        do {
-            data = try handle.read(upToCount: RunJournal.maximumSize + 1) ?? Data()
-        } catch {
-            throw JournalFormatError(source: path, reason: "cannot be read (\(error.localizedDescription))", isUnreadable: true)
-        }
-        guard data.count <= RunJournal.maximumSize else {
-            throw JournalFormatError(source: path, reason: "larger than the journal cap of \(RunJournal.maximumSize >> 20) MiB")
-        }
-        try self.init(bytes: Array(data), source: path, name: name, budget: &budget)
+        var reader = try JournalReader(contentsOf: path)
+        defer { reader.close() }
+        try self.init(reading: &reader, name: URL(fileURLWithPath: path).lastPathComponent, budget: &budget)
     }
 
     /// Reads a journal's bytes with a decode budget of its own, one for the whole journal.
@@ -75,185 +71,58 @@ package struct JournalRecovery: Sendable {
     /// Every record's histograms are taken from `budget`: a journal of many tiny blobs declaring huge layouts is
     /// refused once their slots add up to it, not allowed to allocate per record without bound.
     package init(bytes: [UInt8], source: String, name: String, budget: inout HistogramDecodeBudget) throws(JournalFormatError) {
-        var header: Header?
-        var intervals: [RunResult.Interval] = []
-        var scenarioTotals: [MetricSet] = []
+        var reader = JournalReader(bytes: bytes, source: source)
+        try self.init(reading: &reader, name: name, budget: &budget)
+    }
+
+    /// Reads every record `reader` has left into totals and a bounded series.
+    package init(reading reader: inout JournalReader, name: String, budget: inout HistogramDecodeBudget)
+        throws(JournalFormatError)
+    {
+        let header = try reader.readHeader()
+        var series = IntervalSeries(maximumCount: header.profile.report.maxIntervals)
+        var scenarioTotals = Array(repeating: MetricSet(), count: header.profile.scenarios.count)
         var total = MetricSet()
         var invariants = InvariantReport()
-        var warnings: [String] = []
-        var lineStart = 0
-        var lineNumber = 1
-        while lineStart < bytes.count {
-            guard let lineEnd = bytes[lineStart...].firstIndex(of: UInt8(ascii: "\n")) else {
-                warnings.append("\(source): ignored a torn last record at byte offset \(lineStart) "
-                    + "(\(bytes.count - lineStart) bytes without a line end: the run was killed while writing it)")
-                break
-            }
-            let place = (line: lineNumber, offset: lineStart)
+        let source = reader.source
+        while let next = try reader.nextInterval(budget: &budget) {
+            let (interval, place) = next
             func fail(_ reason: String) -> JournalFormatError {
                 JournalFormatError(source: source, line: place.line, offset: place.offset, reason: reason)
             }
-            let record: JSONValue
             do {
-                record = try JSONValue(parsing: bytes[lineStart..<lineEnd])
+                try Self.checkedAdd(interval.total.metrics, to: &total)
+                for index in scenarioTotals.indices { try Self.checkedAdd(interval.scenarios[index], to: &scenarioTotals[index]) }
+                try Self.checkedAdd(interval.invariants, to: &invariants)
             } catch {
-                throw fail("not a JSON record: \(error)")
+                throw fail("its counts overflow the sum of the intervals before it (\(error.reason))")
             }
-            if let known = header {
-                let interval = try Self.interval(record, index: intervals.count, header: known,
-                                                 previousEnd: intervals.last?.end ?? .zero, budget: &budget, fail: fail)
-                do {
-                    try Self.checkedAdd(interval.total.metrics, to: &total)
-                    for index in scenarioTotals.indices { try Self.checkedAdd(interval.scenarios[index], to: &scenarioTotals[index]) }
-                    try Self.checkedAdd(interval.invariants, to: &invariants)
-                } catch {
-                    throw fail("its counts overflow the sum of the intervals before it (\(error.reason))")
-                }
-                intervals.append(interval.total)
-            } else {
-                let parsed = try Self.header(record, fail: fail)
-                header = parsed
-                scenarioTotals = Array(repeating: MetricSet(), count: parsed.profile.scenarios.count)
+            do {
+                try series.append(interval.total)
+            } catch {
+                throw fail("metrics: \(error.description)")
             }
-            lineStart = lineEnd + 1
-            lineNumber += 1
+            let held = series.histogramSlots + scenarioTotals.reduce(IntervalSeries.slots(total)) { $0 + IntervalSeries.slots($1) }
+            guard held <= Self.maximumHeldSlots else {
+                throw fail("the intervals so far hold \(held) histogram slots, more than the \(Self.maximumHeldSlots) a "
+                    + "recovery may hold at once")
+            }
         }
-        guard let header else {
-            throw JournalFormatError(source: source, line: 1, offset: 0, reason: "no complete header record: not a wsload run journal")
-        }
-        let elapsed = intervals.last?.end ?? .zero
+        let elapsed = series.entries.last?.end ?? .zero
         result = RunResult(
             profile: header.profile, seed: header.seed, loops: header.loops, startedAt: header.startedAt,
             endedAt: header.startedAt.addingTimeInterval(elapsed.seconds), elapsed: elapsed, interruptedBy: nil,
             abortedBy: nil,
             scenarios: header.profile.scenarios.indices.map { .init(scenario: header.profile.scenarios[$0], metrics: scenarioTotals[$0]) },
-            total: total, intervals: intervals, unfinishedConnections: 0, liveHandlesAfterStop: 0, waitingTasksAfterStop: 0,
+            total: total, intervals: series.entries,
+            intervalLog: series.log(baseSeconds: header.profile.report.interval.seconds, file: series.isDownsampled ? name : nil),
+            unfinishedConnections: 0, liveHandlesAfterStop: 0, waitingTasksAfterStop: 0,
             shard: header.shard, mergedFrom: [], invariants: invariants, chaos: [], reconnectStorm: nil, scheduledStart: nil)
         result.recoveredFrom = name
         if let id = header.runID { result.runID = id }  // the run's own id: merge refuses it beside the run's report
         toolVersion = header.toolVersion
         commit = header.commit
-        self.warnings = warnings
-    }
-
-    private struct Header {
-        var profile: Profile
-        var seed: UInt64
-        var shard: Shard?
-        var loops: Int
-        var startedAt: Date
-        var toolVersion: String
-        var commit: String?
-        var runID: String?
-    }
-
-    private struct IntervalRecord {
-        var total: RunResult.Interval
-        var scenarios: [MetricSet]
-        var invariants: InvariantReport
-    }
-
-    private static func header(_ record: JSONValue, fail: (String) -> JournalFormatError) throws(JournalFormatError) -> Header {
-        guard record["record"]?.stringValue == "header" else { throw fail("the first record is not the journal's header") }
-        guard let schema = record["schema"]?.stringValue else { throw fail("schema: missing: is this a wsload run journal?") }
-        guard schema == RunJournal.schema else {
-            throw fail("schema: \"\(schema)\" is not \(RunJournal.schema), the journal format this build reads")
-        }
-        guard let toolVersion = record["tool"]?["version"]?.stringValue else { throw fail("tool.version: expected a string") }
-        guard let document = record["profile"]?["document"] else { throw fail("profile.document: missing") }
-        var profile: Profile
-        do {
-            profile = try ProfileDecoder.decode(Array(document.formatted(pretty: false).utf8))
-        } catch {
-            throw fail("profile.document: not a valid profile: \(error.problems.first?.description ?? "")")
-        }
-        guard let run = record["run"] else { throw fail("run: missing") }
-        guard let start = run["start"]?.stringValue, let startedAt = parseTimestamp(start) else {
-            throw fail("run.start: not an ISO 8601 time")
-        }
-        guard let seedText = run["seed"]?.stringValue, let seed = UInt64(seedText) else { throw fail("run.seed: not a seed") }
-        guard let loops = run["loops"]?.integerValue, loops >= 0, loops <= 1 << 16 else { throw fail("run.loops: expected a count") }
-        var shard: Shard?
-        if let text = run["shard"]?.stringValue {
-            guard let parsed = Shard(parsing: text) else { throw fail("run.shard: \"\(text)\" is not i/n") }
-            shard = parsed
-        }
-        // The scenarios as this process ran them (a shard's share of the connections), in the profile's order.
-        guard let scenarios = record["scenarios"]?.arrayValue, scenarios.count == profile.scenarios.count else {
-            throw fail("scenarios: expected one entry per scenario of the profile (\(profile.scenarios.count))")
-        }
-        for (index, entry) in scenarios.enumerated() {
-            guard entry["name"]?.stringValue == profile.scenarios[index].name else {
-                throw fail("scenarios[\(index)].name: expected \"\(profile.scenarios[index].name)\"")
-            }
-            guard let connections = entry["connections"]?.integerValue, connections >= 0 else {
-                throw fail("scenarios[\(index)].connections: expected a count")
-            }
-            profile.scenarios[index].websocket.connections = connections
-        }
-        var runID: String?
-        if let id = run["id"] {
-            guard let text = id.stringValue, !text.isEmpty, text.utf8.count <= 100 else { throw fail("run.id: expected a run id") }
-            runID = text
-        }
-        return Header(profile: profile, seed: seed, shard: shard, loops: loops, startedAt: startedAt, toolVersion: toolVersion,
-                      commit: record["tool"]?["commit"]?.stringValue, runID: runID)
-    }
-
-    /// The longest span an interval bound may name (about 31 years): keeps every conversion to milliseconds exact.
-    private static let maximumSeconds = 1e9
-
-    private static func interval(_ record: JSONValue, index: Int, header: Header, previousEnd: Duration,
-                                 budget: inout HistogramDecodeBudget,
-                                 fail: (String) -> JournalFormatError) throws(JournalFormatError) -> IntervalRecord {
-        guard record["record"]?.stringValue == "interval" else {
-            throw fail("record: expected \"interval\" (the header comes once, first)")
-        }
-        guard record["index"]?.integerValue == index else { throw fail("index: expected \(index) (intervals are journaled in order)") }
-        func bound(_ key: String) throws(JournalFormatError) -> Duration {
-            guard let seconds = record[key]?.numberValue, seconds.isFinite, seconds >= 0, seconds <= maximumSeconds else {
-                throw fail("\(key): expected seconds from 0 to \(Int(maximumSeconds))")
-            }
-            return .milliseconds(Int64((seconds * 1000).rounded()))
-        }
-        let start = try bound("start")
-        let end = try bound("end")
-        guard start == previousEnd else {
-            throw fail("start: \(start.seconds) s is not where the interval before ended (\(previousEnd.seconds) s)")
-        }
-        guard end >= start else { throw fail("end: before the interval's start") }
-        guard let connections = record["connections"]?.integerValue, connections >= 0 else {
-            throw fail("connections: expected a count")
-        }
-        func metrics(_ value: JSONValue?, at path: String) throws(JournalFormatError) -> MetricSet {
-            guard let value else { throw fail("\(path): missing") }
-            do {
-                return try MetricSet(json: value, path: path, budget: &budget)
-            } catch {
-                throw fail(error.description)
-            }
-        }
-        let total = try metrics(record["metrics"], at: "metrics")
-        let names = header.profile.scenarios.map(\.name)
-        guard let scenarios = record["scenarios"]?.arrayValue, scenarios.count == names.count else {
-            throw fail("scenarios: expected one entry per scenario (\(names.count))")
-        }
-        var perScenario: [MetricSet] = []
-        for (position, entry) in scenarios.enumerated() {
-            guard entry["name"]?.stringValue == names[position] else {
-                throw fail("scenarios[\(position)].name: expected \"\(names[position])\"")
-            }
-            perScenario.append(try metrics(entry["metrics"], at: "scenarios[\(position)].metrics"))
-        }
-        let invariants: InvariantReport
-        do {
-            invariants = try InvariantReport(json: record["invariants"] ?? .object(JSONObject()), path: "invariants")
-        } catch {
-            throw fail(error.description)
-        }
-        return IntervalRecord(
-            total: .init(start: start, end: end, liveConnections: connections, metrics: total), scenarios: perScenario,
-            invariants: invariants)
+        warnings = reader.warnings
     }
 
     /// Adds `other` into `sum`, refusing (instead of wrapping) a count that would pass 2^64 − 1.

@@ -50,6 +50,16 @@ package enum ReportMerger {
             }
         }
         var merged = first.result
+        // Interval series of different factors (one shard's run downsampled further than another's) are coarsened to
+        // the largest before they add by position, so every entry adds the same base intervals of every input.
+        let factor = reports.map(\.result.intervalFactor).max() ?? 1
+        merged.intervals = try coarsened(first, to: factor)
+        if reports.contains(where: { $0.result.intervalLog != nil }) {
+            merged.intervalLog = RunResult.IntervalLog(
+                file: nil, count: reports.map { $0.result.intervalLog?.count ?? $0.result.intervals.count }.max() ?? 0,
+                baseSeconds: first.result.intervalLog?.baseSeconds ?? first.result.profile.report.interval.seconds,
+                factor: factor)
+        }
         merged.shard = nil
         merged.runID = RunResult.newRunID()
         merged.mergedRunIDs = reports.flatMap(\.runIdentities)
@@ -68,7 +78,7 @@ package enum ReportMerger {
                         of: report, into: first)
                 accumulate(&merged.scenarios[index].scenario.websocket.connections, scenario.scenario.websocket.connections)
             }
-            for (index, interval) in other.intervals.enumerated() {
+            for (index, interval) in try coarsened(report, to: factor).enumerated() {
                 if index < merged.intervals.count {
                     try add(interval.metrics, to: &merged.intervals[index].metrics, at: "interval \(index + 1)",
                             of: report, into: first)
@@ -114,6 +124,15 @@ package enum ReportMerger {
         (merged.scheduledStart, merged.startSkew) = mergedStart(of: reports)
         merged.evaluateThresholds()
         return merged
+    }
+
+    /// `report`'s intervals at `factor` base intervals per entry (its own factor divides it: both are powers of two).
+    private static func coarsened(_ report: LoadedReport, to factor: Int) throws(MergeError) -> [RunResult.Interval] {
+        do {
+            return try IntervalSeries.coarsened(report.result.intervals, by: factor / report.result.intervalFactor)
+        } catch {
+            throw MergeError(description: "\(report.source): intervals: \(error.description)")
+        }
     }
 
     /// Adds `other` (of `report`) into `metrics`, refusing histograms of another layout (range or

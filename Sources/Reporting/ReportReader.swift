@@ -116,6 +116,7 @@ package struct LoadedReport: Sendable {
                 liveConnections: try reader.optionalCount(entry, "connections", at: path) ?? 0,
                 metrics: try reader.metrics(try reader.value(entry, "metrics", at: path), at: path + ".metrics")))
         }
+        let intervalLog = try reader.intervalSeries(document["intervalSeries"], entries: intervals.count)
         var invariants = InvariantReport()
         if let json = document["invariants"] {
             do {
@@ -158,7 +159,7 @@ package struct LoadedReport: Sendable {
         result = RunResult(
             profile: profile, seed: seed, loops: loops, startedAt: started, endedAt: ended, elapsed: elapsed,
             interruptedBy: run["interruptedBy"]?.stringValue, abortedBy: run["abortedBy"]?.stringValue,
-            scenarios: scenarios, total: total, intervals: intervals,
+            scenarios: scenarios, total: total, intervals: intervals, intervalLog: intervalLog,
             unfinishedConnections: try reader.optionalCount(run, "unfinishedConnections", at: "run") ?? 0,
             liveHandlesAfterStop: try reader.optionalCount(run, "liveHandlesAfterStop", at: "run") ?? 0,
             waitingTasksAfterStop: try reader.optionalCount(run, "waitingTasksAfterStop", at: "run") ?? 0, shard: shard,
@@ -211,6 +212,45 @@ private struct FieldReader {
             throw error("run.id", "expected a run id (a string)")
         }
         return text
+    }
+
+    /// `intervalSeries`, checked as untrusted input (nil when absent: a report from before series, read as factor 1):
+    /// `baseSeconds` a time above 0, `factor` a power of two ≥ 1, `count` at least the report's `entries` and at most
+    /// `entries × factor`, `file` null or a plain file name (no `/`, no `..`, no control characters: `report --hlog`
+    /// opens it beside the report, and it must not name anything elsewhere).
+    func intervalSeries(_ value: JSONValue?, entries: Int) throws(ReportFormatError) -> RunResult.IntervalLog? {
+        guard let value, value != .null else { return nil }
+        let path = "intervalSeries"
+        guard value.objectValue != nil else { throw error(path, "expected an object") }
+        guard let base = value["baseSeconds"]?.numberValue, base.isFinite, base > 0, base <= Self.maximumSeconds else {
+            throw error(path + ".baseSeconds", "expected a time in seconds above 0 and at most \(Int(Self.maximumSeconds))")
+        }
+        guard let factor = value["factor"]?.integerValue, factor >= 1, factor & (factor - 1) == 0 else {
+            throw error(path + ".factor", "expected a power of two ≥ 1 (base intervals per entry)")
+        }
+        guard let count = value["count"]?.integerValue, count >= entries else {
+            throw error(path + ".count", "expected a count of base intervals, at least the \(entries) entries of intervals")
+        }
+        let (most, overflow) = entries.multipliedReportingOverflow(by: factor)
+        guard overflow || count <= most else {
+            throw error(path + ".count", "\(count) base intervals do not fit in \(entries) entries of \(factor) each")
+        }
+        var file: String?
+        switch value["file"] {
+        case nil, .null?: break
+        case .string(let name)?:
+            let bytes = name.utf8
+            guard !bytes.isEmpty, bytes.count <= 255, !name.contains("/"), !name.contains("\\"), !name.contains(".."),
+                !bytes.contains(where: { $0 < 0x20 || $0 == 0x7f })
+            else {
+                throw error(path + ".file", "expected a plain file name beside the report (no '/', no '..', no control "
+                    + "characters, at most 255 bytes)")
+            }
+            file = name
+        default:
+            throw error(path + ".file", "expected a file name or null")
+        }
+        return RunResult.IntervalLog(file: file, count: count, baseSeconds: base, factor: factor)
     }
 
     /// An optional non-negative integer (nil when absent or not an integer, as before); a negative one is refused.

@@ -6,9 +6,11 @@ import Synchronization
 
 /// The run journal (`wsload.journal/1`, docs/REPORT.md "The run journal"): while a run goes, its header and every
 /// closed interval are appended to `<report path>.partial`, one JSON record per line, each written with one
-/// write(2) and fsync'd, so a run killed at any moment leaves every interval it had closed on disk. A completed run
-/// writes its report and then removes the journal (``remove()``); `wsload report --recover` turns a journal left
-/// behind into a report marked incomplete (``JournalRecovery``).
+/// write(2) and fsync'd, so a run killed at any moment leaves every interval it had closed on disk. It is the run's
+/// full-resolution interval log, on disk rather than in memory: a completed run whose report series was downsampled
+/// keeps it beside the report as `<report stem>.intervals.jsonl` (``keepAsIntervalLog(ofReport:)``), and otherwise
+/// removes it once the report is written (``remove()``); `wsload report --recover` turns a journal left behind (or a
+/// kept interval log) into a report marked incomplete (``JournalRecovery``).
 ///
 /// The journal is created with `O_CREAT | O_EXCL | O_NOFOLLOW`: it never replaces a file, never follows a symlink,
 /// and sits only where the report would be written. A journal that cannot be written never stops the run: the
@@ -18,9 +20,16 @@ package final class RunJournal: Sendable {
     package static let schema = "wsload.journal/1"
     /// What is appended to the report's path to name its journal.
     package static let suffix = ".partial"
-    /// The largest journal written or read: like a report's cap (a 2-hour run at 5-second intervals journals a
-    /// few tens of MB).
-    package static let maximumSize = LoadedReport.maximumSize
+    /// The largest journal written or read: 16 GiB, on disk and streamed both ways (never held in memory), so days
+    /// fit — a one-scenario echo run journals about 1.5 KB per interval (measured): some 130 MB a day at 1-second
+    /// intervals, 1.3 GB a day at 100 ms.
+    package static let maximumSize = 16 << 30
+    /// The longest record (line) written or read: 64 MiB, what a reader holds at once.
+    package static let maximumRecordSize = 64 << 20
+    /// ``maximumSize`` for messages.
+    package static let capDescription = "\(maximumSize >> 30) GiB"
+    /// What replaces `.json` (or is appended to a report name without it) to name the interval log kept beside it.
+    package static let intervalLogSuffix = ".intervals.jsonl"
 
     private struct State {
         var descriptor: Int32 = -1
@@ -119,6 +128,37 @@ package final class RunJournal: Sendable {
         }
     }
 
+    /// The interval log's name beside the report at `reportPath`: `r.json` → `r.intervals.jsonl`.
+    package static func intervalLogPath(forReport reportPath: String) -> String {
+        (reportPath.hasSuffix(".json") ? String(reportPath.dropLast(5)) : reportPath) + intervalLogSuffix
+    }
+
+    /// Closes the journal and keeps it beside the report as its interval log (``intervalLogPath(forReport:)``), for a
+    /// completed run whose report holds a downsampled series. The new name never replaces a file: it is made with
+    /// link(2), which fails with EEXIST instead (O_EXCL semantics, atomically), and the journal's name is removed
+    /// only after; when the name is taken, `<stem>-2` … `<stem>-9` are tried (`r-2.intervals.jsonl`). Returns the path it has now
+    /// and, when that is still the journal's own (no free name, a file system without hard links), why: it stays
+    /// recoverable where it is. nil when no journal was created.
+    package func keepAsIntervalLog(ofReport reportPath: String) -> (path: String, problem: String?)? {
+        state.withLock { state in
+            if state.descriptor >= 0 { _ = Glibc.close(state.descriptor) }
+            state.descriptor = -1
+            state.isClosed = true
+            guard let path = state.path else { return nil }
+            let first = Self.intervalLogPath(forReport: reportPath)
+            let stem = String(first.dropLast(Self.intervalLogSuffix.count))
+            for candidate in [first] + (2...9).map({ "\(stem)-\($0)\(Self.intervalLogSuffix)" }) {
+                if link(path, candidate) == 0 {
+                    _ = unlink(path)
+                    state.path = candidate
+                    return (candidate, nil)
+                }
+                guard errno == EEXIST else { return (path, "cannot link \(candidate): \(String(cString: strerror(errno)))") }
+            }
+            return (path, "\(first) and the nine names after it exist")
+        }
+    }
+
     /// Closes and removes the journal: call once the run's report is in place.
     package func remove() {
         state.withLock { state in
@@ -134,9 +174,14 @@ package final class RunJournal: Sendable {
     @discardableResult
     private static func write(_ record: JSONValue, into state: inout State) -> Bool {
         let bytes = Array((record.formatted(pretty: false) + "\n").utf8)
+        guard bytes.count - 1 <= maximumRecordSize else {
+            stop(&state, "a record of \(bytes.count) bytes passes the cap of \(maximumRecordSize >> 20) MiB a record may have; "
+                + "later intervals are not journaled")
+            return false
+        }
         let (newSize, overflow) = state.size.addingReportingOverflow(bytes.count)
         guard !overflow, newSize <= maximumSize else {
-            stop(&state, "the journal reached its cap of \(maximumSize >> 20) MiB; later intervals are not journaled")
+            stop(&state, "the journal reached its cap of \(capDescription); later intervals are not journaled")
             return false
         }
         var written = 0

@@ -110,6 +110,7 @@ package enum RunReport {
                 "metrics": interval.metrics.json(seconds: span, operations: operations(interval.metrics)),
             ]
         })
+        if let log = result.intervalLog { report["intervalSeries"] = intervalSeries(log) }
         report["thresholds"] = .array(result.thresholds.map { outcome in
             var entry: JSONObject = [
                 "expression": .string(outcome.threshold.expression), "passed": .bool(outcome.passed),
@@ -136,6 +137,13 @@ package enum RunReport {
     }
 
     static func operations(_ metrics: MetricSet) -> UInt64 { metrics.operations }
+
+    /// `intervalSeries`: the base interval, how many base intervals each entry of `intervals` merges (a power of two),
+    /// how many there were, and the file beside the report holding every one (null when `intervals` is all of them).
+    static func intervalSeries(_ log: RunResult.IntervalLog) -> JSONValue {
+        ["baseSeconds": .number(log.baseSeconds), "factor": JSONValue(log.factor), "count": JSONValue(log.count),
+         "file": JSONValue(log.file)]
+    }
 
     /// Replies received per request scheduled (open model) or sent (closed model).
     static func deliveredFraction(_ metrics: MetricSet) -> JSONValue {
@@ -166,6 +174,13 @@ package enum RunReport {
     /// `O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0644: a file or symlink planted at its name is never written
     /// through (another name is tried).
     package static func writeAtomically(_ text: String, to path: String) throws {
+        try writeAtomically(to: path) { write in try write(text) }
+    }
+
+    /// Writes what `produce` hands its `write` function, piece by piece, to `path` atomically (as
+    /// ``writeAtomically(_:to:)``): a long export streams instead of being built in memory first. If `produce` or a
+    /// write throws, the temporary is removed and the error passed on; nothing is at `path`.
+    package static func writeAtomically(to path: String, _ produce: (_ write: (String) throws -> Void) throws -> Void) throws {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -180,22 +195,34 @@ package enum RunReport {
             attempts += 1
         }
         guard descriptor >= 0 else { throw writeError("cannot create \(temporary)") }
-        let failure: String? = Array(text.utf8).withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { return String(cString: strerror(written < 0 ? errno : EIO)) }
-                offset += written
+        let temporaryPath = temporary
+        func write(_ text: String) throws {
+            let failure: String? = Array(text.utf8).withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written < 0 && errno == EINTR { continue }
+                    guard written > 0 else { return String(cString: strerror(written < 0 ? errno : EIO)) }
+                    offset += written
+                }
+                return nil
             }
-            return nil
+            if let failure {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot write \(temporaryPath): \(failure)"])
+            }
         }
-        let closed = close(descriptor) == 0 ? nil : String(cString: strerror(errno))
-        if let reason = failure ?? closed {
-            // A write cut short (disk full, file-size limit) must not leave its partial file behind.
+        do {
+            try produce(write)
+        } catch {
+            // A write cut short (disk full, file-size limit) or a producer that failed must not leave its partial file.
+            close(descriptor)
             unlink(temporary)
-            throw CocoaError(
-                .fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot write \(temporary): \(reason)"])
+            throw error
+        }
+        guard close(descriptor) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot write \(temporary): \(reason)"])
         }
         guard rename(temporary, url.path) == 0 else {
             let error = writeError("cannot rename into \(path)")

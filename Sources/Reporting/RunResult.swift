@@ -19,6 +19,27 @@ package struct RunResult: Sendable {
         }
     }
 
+    /// What the report's interval series is (`intervalSeries` in the report): how many base intervals of
+    /// `report.interval` it covers, how many each entry merges, and the file beside the report that holds every one.
+    package struct IntervalLog: Sendable, Equatable {
+        /// The full-resolution interval log beside the report (a plain file name, in the run journal's format), or nil
+        /// when the report's intervals are every base interval (factor 1) or no single file holds them (a merge).
+        package var file: String?
+        /// Base intervals the series covers (at least its entries).
+        package var count: Int
+        /// The length of a base interval (`report.interval`), in seconds.
+        package var baseSeconds: Double
+        /// Base intervals per entry: a power of two, 1 when nothing was merged (only the last entry may cover fewer).
+        package var factor: Int
+
+        package init(file: String?, count: Int, baseSeconds: Double, factor: Int) {
+            self.file = file
+            self.count = count
+            self.baseSeconds = baseSeconds
+            self.factor = factor
+        }
+    }
+
     /// One scenario's share of the run: the scenario as it ran (a shard's connections) and its metrics.
     package struct ScenarioResult: Sendable {
         package var scenario: Scenario
@@ -65,7 +86,13 @@ package struct RunResult: Sendable {
     package var abortedBy: String?
     package var scenarios: [ScenarioResult]
     package var total: MetricSet
+    /// The bounded interval series (at most `report.maxIntervals` entries; ``IntervalSeries``).
     package var intervals: [Interval]
+    /// What the series is and where every base interval is; nil for a report from before interval series (read as
+    /// factor 1: every interval).
+    package var intervalLog: IntervalLog?
+    /// Base intervals per entry of ``intervals`` (1 when the result does not say).
+    package var intervalFactor: Int { intervalLog?.factor ?? 1 }
     package var thresholds: [ThresholdResult]
     /// Connections still running when the graceful stop ran out (they were cancelled).
     package var unfinishedConnections: Int
@@ -103,14 +130,14 @@ package struct RunResult: Sendable {
 
     /// The one way a result is assembled — by the run's coordinator and by the report reader — so a new field
     /// is a new parameter both must pass. Thresholds are not passed: they are evaluated here, against the
-    /// totals over the planned part of the run (``evaluateThresholds()``). `scheduledStart` defaults to none only for
-    /// the fixtures of tests written before it existed: every producer (the run, the reader, the journal recovery)
-    /// passes it.
+    /// totals over the planned part of the run (``evaluateThresholds()``). `intervalLog` and `scheduledStart` alone have
+    /// defaults (nil: read as factor 1; no start time), for results built by hand in tests; the run, the reader and a
+    /// recovery pass theirs.
     package init(
         profile: Profile, seed: UInt64, loops: Int, startedAt: Date, endedAt: Date, elapsed: Duration,
         interruptedBy: String?, abortedBy: String?, scenarios: [ScenarioResult], total: MetricSet, intervals: [Interval],
-        unfinishedConnections: Int, liveHandlesAfterStop: Int, waitingTasksAfterStop: Int, shard: Shard?,
-        mergedFrom: [String], invariants: InvariantReport, chaos: [ChaosRecord], reconnectStorm: ReconnectStorm?,
+        intervalLog: IntervalLog? = nil, unfinishedConnections: Int, liveHandlesAfterStop: Int, waitingTasksAfterStop: Int,
+        shard: Shard?, mergedFrom: [String], invariants: InvariantReport, chaos: [ChaosRecord], reconnectStorm: ReconnectStorm?,
         scheduledStart: ScheduledStart? = nil
     ) {
         self.profile = profile
@@ -124,6 +151,7 @@ package struct RunResult: Sendable {
         self.scenarios = scenarios
         self.total = total
         self.intervals = intervals
+        self.intervalLog = intervalLog
         self.thresholds = []
         self.unfinishedConnections = unfinishedConnections
         self.liveHandlesAfterStop = liveHandlesAfterStop

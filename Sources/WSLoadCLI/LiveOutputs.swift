@@ -48,23 +48,24 @@ struct LiveOutputs: Sendable {
         }
     }
 
-    /// Starts what `options` asks for and tells where on stderr (unless quiet).
+    /// Starts what `options` asks for and tells where on stderr (even with `--quiet`: port 0 is otherwise unknowable).
     /// - Throws: ``LiveServerError`` when an address cannot be bound (the run does not start: exit 1).
-    static func start(_ options: Options, profile: Profile, runID: String, shard: Shard?, output: CommandOutput,
-                      isQuiet: Bool) async throws(LiveServerError) -> LiveOutputs {
+    static func start(_ options: Options, profile: Profile, runID: String, shard: Shard?,
+                      output: CommandOutput) async throws(LiveServerError) -> LiveOutputs {
         var outputs = LiveOutputs(linger: options.linger)
         if let address = options.metrics {
             let endpoint = try await MetricsEndpoint.start(at: address, configuration: options.buckets, profileName: profile.name,
                                                            runID: runID, shard: shard)
             outputs.metrics = endpoint
-            if !isQuiet { output.printError("metrics: http://\(endpoint.boundAddress)/metrics") }
+            // Printed even with --quiet: with port 0 it is the only way to learn where to scrape.
+            output.printError("metrics: http://\(endpoint.boundAddress)/metrics")
             if let warning = exposureWarning(option: "--metrics", address: endpoint.boundAddress) { output.printError(warning) }
         }
         if let address = options.dashboard {
             do {
                 let endpoint = try await DashboardEndpoint.start(at: address, profile: profile, runID: runID, shard: shard)
                 outputs.dashboard = endpoint
-                if !isQuiet { output.printError("dashboard: http://\(endpoint.boundAddress)/") }
+                output.printError("dashboard: http://\(endpoint.boundAddress)/")
                 if let warning = exposureWarning(option: "--dashboard", address: endpoint.boundAddress) { output.printError(warning) }
             } catch {
                 await outputs.metrics?.stop()

@@ -19,7 +19,11 @@ enum ReportCommand: Subcommand {
         before writing the report, and writes the report of every interval the journal holds, marked
         incomplete ("run.incomplete": true): its totals are the exact sum of those intervals. A torn last
         line (the run was killed while writing it) is ignored with a warning; any other bad line is an
-        error naming its line and byte offset (exit 65).
+        error naming its line and byte offset (exit 65). It reads the interval log a completed run keeps
+        beside a downsampled report (<report stem>.intervals.jsonl, the same format) the same way.
+
+        --hlog writes every base interval: from the interval log the report names (intervalSeries.file,
+        beside the report) when its series was downsampled, else the report's own intervals.
 
         USAGE: wsload report <report.json> [--html <file.html>] [--hlog <file.hlog>]
                wsload report --recover <report.json.partial> [--out <report.json>]
@@ -29,7 +33,8 @@ enum ReportCommand: Subcommand {
           --hlog <file>           Write the interval histograms as an HdrHistogram log.
           --recover <journal>     Write the report of a run journal left by a run that was killed.
           --out <file>            With --recover: write the report here. (default: the journal's path
-                                  without .partial, which must not exist)
+                                  without .partial, or <stem>.json for <stem>.intervals.jsonl; it must
+                                  not exist)
           -h, --help              Show help information.
 
         EXIT CODES:
@@ -59,7 +64,12 @@ enum ReportCommand: Subcommand {
             failure.print(to: output)
             return failure.exitCode
         }
-        switch writeExports(of: report.result, toolVersion: report.toolVersion, options: options, output: output) {
+        // The interval log a downsampled report names sits beside it.
+        let intervalLog = report.result.intervalLog?.file.map {
+            URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent($0).path
+        }
+        switch writeExports(of: report.result, toolVersion: report.toolVersion, options: options, output: output,
+                            intervalLog: intervalLog) {
         case nil: return .ioError
         case let written? where !written.isEmpty:
             for path in written { output.printError("wrote \(path)") }
@@ -88,14 +98,15 @@ extension ReportCommand {
         let outPath: String
         if let chosen = options.value("out") {
             outPath = chosen
-        } else if journalPath.hasSuffix(RunJournal.suffix), journalPath.count > RunJournal.suffix.count {
-            outPath = String(journalPath.dropLast(RunJournal.suffix.count))
+        } else if let report = defaultReportPath(ofJournal: journalPath) {
+            outPath = report
             guard !RunCommand.isPresent(outPath) else {
                 output.printError("Error: \(outPath) exists; name the recovered report with --out.")
                 return .ioError
             }
         } else {
-            output.printError("Error: \(journalPath) does not end in \(RunJournal.suffix): name the report with --out.")
+            output.printError("Error: \(journalPath) does not end in \(RunJournal.suffix) or \(RunJournal.intervalLogSuffix): "
+                + "name the report with --out.")
             return .usage
         }
         let recovered: JournalRecovery
@@ -113,7 +124,9 @@ extension ReportCommand {
             output.printError("Error: cannot write the report to \(outPath): \(error.localizedDescription)")
             return .ioError
         }
-        guard writeExports(of: recovered.result, toolVersion: recovered.toolVersion, options: options, output: output) != nil
+        // The journal is the interval log: --hlog takes every interval from it.
+        guard writeExports(of: recovered.result, toolVersion: recovered.toolVersion, options: options, output: output,
+                           intervalLog: recovered.result.intervalFactor > 1 ? journalPath : nil) != nil
         else { return .ioError }
         output.writeOutput(RunSummary.text(recovered.result, colors: output.usesColor))
         output.printError("recovered \(recovered.result.intervals.count) intervals from \(journalPath) into \(outPath) "
@@ -122,32 +135,83 @@ extension ReportCommand {
     }
 }
 
-/// The run's interval histograms as an HdrHistogram log, one tag per latency metric.
-func histogramLog(_ result: RunResult) -> String {
-    var entries: [HistogramLog.Entry] = []
-    for interval in result.intervals {
-        for metric in MetricCatalog.latencies {
-            guard let histogram = interval.metrics[histogram: metric], histogram.totalCount > 0 else { continue }
-            entries.append(.init(
-                tag: metric.name, start: interval.start.seconds, length: (interval.end - interval.start).seconds,
-                histogram: histogram))
+/// The report a journal's recovery is written to by default: `r.json.partial` → `r.json`, `r.intervals.jsonl` →
+/// `r.json`; nil for another name.
+func defaultReportPath(ofJournal path: String) -> String? {
+    for suffix in [RunJournal.suffix, RunJournal.intervalLogSuffix] where path.hasSuffix(suffix) && path.count > suffix.count {
+        return String(path.dropLast(suffix.count)) + (suffix == RunJournal.suffix ? "" : ".json")
+    }
+    return nil
+}
+
+/// Writes the run's interval histograms as an HdrHistogram log to `path`, one tag per latency metric, streamed: every
+/// base interval, from `intervalLog` (the full-resolution log beside a downsampled report) when there is one, else the
+/// result's own intervals. A log that cannot be opened is told and the report's intervals are written instead.
+func writeHistogramLog(of result: RunResult, intervalLog: String?, to path: String, output: CommandOutput) throws {
+    var reader: JournalReader?
+    if let intervalLog {
+        let instead = "the HdrHistogram log holds the report's \(result.intervals.count) intervals "
+            + "(\(result.intervalFactor) base intervals each) instead"
+        do {
+            var opened = try JournalReader(contentsOf: intervalLog)
+            do {
+                let header = try opened.readHeader()
+                if let id = header.runID, let expected = result.runID, id != expected {
+                    output.printError("warning: \(intervalLog) is the interval log of another run (run.id \(id)); " + instead)
+                    opened.close()
+                } else {
+                    reader = opened
+                }
+            } catch {
+                opened.close()
+                throw error
+            }
+        } catch {
+            output.printError("warning: \(error); " + instead)
         }
     }
-    return HistogramLog.text(entries: entries, startTime: result.startedAt,
-                             comment: "[wsload \(WSLoad.version): \(result.profile.name)]")
+    defer { reader?.close() }
+    try RunReport.writeAtomically(to: path) { write in
+        try write(HistogramLog.header(startTime: result.startedAt, comment: "[wsload \(WSLoad.version): \(result.profile.name)]"))
+        func writeEntries(of interval: RunResult.Interval) throws {
+            for metric in MetricCatalog.latencies {
+                guard let histogram = interval.metrics[histogram: metric], histogram.totalCount > 0 else { continue }
+                try write(HistogramLog.line(.init(
+                    tag: metric.name, start: interval.start.seconds, length: (interval.end - interval.start).seconds,
+                    histogram: histogram)))
+            }
+        }
+        guard var log = reader else {
+            for interval in result.intervals { try writeEntries(of: interval) }
+            return
+        }
+        var budget = JournalRecovery.decodeBudget(forJournalOf: log.size)
+        while let next = try log.nextInterval(budget: &budget) { try writeEntries(of: next.0.total) }
+        for warning in log.warnings { output.printError("warning: \(warning)") }
+    }
 }
 
 /// Writes the exports `options` ask for (`--hlog`, `--html`) atomically; returns the paths written, or
-/// nil after reporting a file that could not be written.
-func writeExports(of result: RunResult, toolVersion: String, options: Arguments, output: CommandOutput) -> [String]? {
-    let exports: [(option: String, render: () -> String)] = [
-        ("hlog", { histogramLog(result) }), ("html", { RunHTML.render(result, toolVersion: toolVersion) }),
-    ]
+/// nil after reporting a file that could not be written. `intervalLog` is the full-resolution interval log a
+/// downsampled result names (resolved to a path), which `--hlog` reads.
+func writeExports(of result: RunResult, toolVersion: String, options: Arguments, output: CommandOutput,
+                  intervalLog: String? = nil) -> [String]? {
     var written: [String] = []
-    for (option, render) in exports {
-        guard let path = options.value(option) else { continue }
+    if let path = options.value("hlog") {
         do {
-            try RunReport.writeAtomically(render(), to: path)
+            try writeHistogramLog(of: result, intervalLog: intervalLog, to: path, output: output)
+        } catch let error as JournalFormatError {
+            output.printError("Error: cannot write \(path): \(error)")
+            return nil
+        } catch {
+            output.printError("Error: cannot write \(path): \(error.localizedDescription)")
+            return nil
+        }
+        written.append(path)
+    }
+    if let path = options.value("html") {
+        do {
+            try RunReport.writeAtomically(RunHTML.render(result, toolVersion: toolVersion), to: path)
         } catch {
             output.printError("Error: cannot write \(path): \(error.localizedDescription)")
             return nil

@@ -20,10 +20,12 @@ enum RunCommand: Subcommand {
         writes the complete report (marked interrupted); a second exits at once.
 
         While it runs, the header and every closed interval are appended to a journal beside the report
-        (<report>.partial), flushed each interval, and removed once the report is written. If the run is
-        killed (a crash, an OOM kill, SIGKILL, a second Ctrl-C), 'wsload report --recover <report>.partial'
-        writes the report of every interval the journal holds, marked incomplete. An existing journal at
-        that path is never replaced: recover it or remove it first.
+        (<report>.partial), flushed each interval, and removed once the report is written. The report holds
+        at most report.maxIntervals intervals (default 600; past it, adjacent ones merge): when it had to
+        merge, the journal is kept beside it as <report stem>.intervals.jsonl with every interval, and the
+        report names it. If the run is killed (a crash, an OOM kill, SIGKILL, a second Ctrl-C), 'wsload
+        report --recover <report>.partial' writes the report of every interval the journal holds, marked
+        incomplete. An existing journal at that path is never replaced: recover it or remove it first.
 
         --target, --duration, --seed and --loops replace the profile's own values before it is validated, so
         the profile that runs is checked as a whole (a chaos timeline needs the embedded target; its events
@@ -50,7 +52,8 @@ enum RunCommand: Subcommand {
           --duration <duration>   Run this long instead of the profile's duration.
           --seed <n>              Seed the run's random choices (overrides the profile).
           --loops <n>             Event loops (threads). (default: the profile's, or one per core)
-          --hlog <file>           Also write the interval histograms as an HdrHistogram log.
+          --hlog <file>           Also write the interval histograms as an HdrHistogram log (every
+                                  interval, from the interval log when the report's are merged).
           --html <file>           Also write the HTML report (one self-contained file).
           --junit <file>          Also write thresholds and invariants as JUnit XML test cases.
           --metrics <addr>        Serve live Prometheus metrics at http://<addr>/metrics while the run goes
@@ -148,8 +151,7 @@ enum RunCommand: Subcommand {
         defer { _ = signalLoop.shutdown() }
         let live: LiveOutputs
         do {
-            live = try await LiveOutputs.start(liveOptions, profile: profile, runID: journal.runID, shard: shard, output: output,
-                                               isQuiet: isQuiet)
+            live = try await LiveOutputs.start(liveOptions, profile: profile, runID: journal.runID, shard: shard, output: output)
         } catch {
             output.printError("Error: \(error)")
             return .failure
@@ -179,6 +181,7 @@ enum RunCommand: Subcommand {
             return exit
         case .success(var value):
             value.runID = journal.runID  // the id the journal's header already gave the run
+            keepIntervalLog(of: &value, journal: journal, reportPath: pathOfReport(value.startedAt), output: output)
             result = value
         }
 
@@ -188,7 +191,7 @@ enum RunCommand: Subcommand {
         var exit = ExitCode.success
         do {
             try RunReport.writeAtomically(text, to: reportPath)
-            journal.remove()
+            if result.intervalLog?.file == nil { journal.remove() }  // else it is the interval log the report names
         } catch {
             output.printError("Error: cannot write the report to \(reportPath): \(error.localizedDescription)")
             // The journal is then the only record of the run: kept if it holds an interval (a header alone, or one
@@ -205,7 +208,12 @@ enum RunCommand: Subcommand {
         } else if !isQuiet {
             output.writeOutput(RunSummary.text(result, colors: output.usesColor))
         }
-        if exit == .success, writeExports(of: result, toolVersion: WSLoad.version, options: options, output: output) == nil {
+        let intervalLog = result.intervalLog?.file.map {
+            URL(fileURLWithPath: reportPath).deletingLastPathComponent().appendingPathComponent($0).path
+        }
+        if exit == .success,
+            writeExports(of: result, toolVersion: WSLoad.version, options: options, output: output, intervalLog: intervalLog) == nil
+        {
             exit = .ioError
         }
         if exit == .success, let junit = options.value("junit"), !writeJUnit(of: result, to: junit, output: output) {
@@ -234,6 +242,20 @@ enum RunCommand: Subcommand {
 }
 
 extension RunCommand {
+    /// A completed run whose report series was downsampled keeps its journal beside the report as the interval log
+    /// (every base interval, `<report stem>.intervals.jsonl`), and the report names it. A journal that missed
+    /// intervals (a problem stopped it) is not the whole log: it is removed as usual.
+    static func keepIntervalLog(of result: inout RunResult, journal: RunJournal, reportPath: String, output: CommandOutput) {
+        guard let log = result.intervalLog, log.factor > 1, journal.problem == nil, journal.intervalCount == log.count,
+            let kept = journal.keepAsIntervalLog(ofReport: reportPath)
+        else { return }
+        if let problem = kept.problem {
+            output.printError("warning: the interval log stays at \(kept.path) (\(problem)); 'wsload report --recover' reads "
+                + "it, and a run with the same --out refuses to start until it is moved")
+        }
+        result.intervalLog?.file = URL(fileURLWithPath: kept.path).lastPathComponent
+    }
+
     /// Whether anything (a file, a directory, a symlink, even a dangling one) is at `path`.
     static func isPresent(_ path: String) -> Bool {
         var status = stat()

@@ -28,7 +28,8 @@ struct ProfileDecoderTests {
         #expect(profile.duration == .seconds(10))
         #expect(profile.gracefulStop == .seconds(5))
         #expect(profile.report.directory == "Reports/runs")
-        #expect(profile.report.interval == .seconds(5))
+        #expect(profile.report.interval == .seconds(1), "issue 15: one-second intervals by default")
+        #expect(profile.report.maxIntervals == 600)
         let websocket = profile.scenarios[0].websocket
         #expect(websocket.connections == 10)
         #expect(websocket.schedule == .closed(thinkTime: .zero))
@@ -36,6 +37,28 @@ struct ProfileDecoderTests {
         #expect(websocket.messageFormat == .binary)
         #expect(websocket.reconnect == nil)
         #expect(profile.document["name"]?.stringValue == "min")
+    }
+
+    @Test("report.maxIntervals: a whole number from 2 to 100,000, refused otherwise at its path")
+    func maxIntervals() throws {
+        func profile(_ value: String) -> String {
+            """
+            {"version": 1, "name": "m", "target": "embedded", "duration": "10s", "report": {"maxIntervals": \(value)},
+             "scenarios": [{"name": "s", "pattern": "echo", "connections": 1}]}
+            """
+        }
+        #expect(try decode(profile("2")).report.maxIntervals == 2)
+        #expect(try decode(profile("100000")).report.maxIntervals == 100_000)
+        #expect(try decode(profile("8")).report.maxIntervals == 8)
+        #expect(problems(profile("1")) == ["report.maxIntervals: 1 is out of range (use 2...100000)"])
+        #expect(problems(profile("100001")) == ["report.maxIntervals: 100001 is out of range (use 2...100000)"])
+        #expect(problems(profile("-5")) == ["report.maxIntervals: -5 is out of range (use 2...100000)"])
+        #expect(problems(profile("2.5")) == ["report.maxIntervals: expected a whole number, found 2.5"])
+        #expect(problems(profile("1e300")).first?.hasPrefix("report.maxIntervals: expected a whole number") == true)
+        #expect(problems(profile("\"600\"")) == ["report.maxIntervals: expected a whole number, found a string"])
+        #expect(problems(profile("600, \"maxInterval\": 3")) == [
+            "report.maxInterval: unknown key (did you mean \"maxIntervals\"?)",
+        ])
     }
 
     @Test("every problem at once, each with its JSON path and a hint (golden)")

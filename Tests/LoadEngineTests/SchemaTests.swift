@@ -53,8 +53,8 @@ struct SchemaTests {
         let files = try FileManager.default.contentsOfDirectory(atPath: profilesDirectory.path)
             .filter { $0.hasSuffix(".json") && $0 != "profile.schema.json" }.sorted()
         #expect(files == ["downloads-1k.json", "echo-1k.json", "flow-chat.json", "graphql-subscriptions.json", "idle-10k.json",
-                          "open-model.json", "quickstart.json", "reconnect-storm.json", "soak.json", "socketio-chat.json",
-                          "transfers.json"])
+                          "open-model.json", "quickstart.json", "reconnect-storm.json", "soak-storm.json", "soak.json",
+                          "socketio-chat.json", "transfers.json"])
         for file in files {
             let data = try Data(contentsOf: profilesDirectory.appendingPathComponent(file))
             do {

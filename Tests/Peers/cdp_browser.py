@@ -182,6 +182,9 @@ async def run(actions):
     except Failure as failure:
         output["error"] = str(failure)
         return output, 1
+    except Exception as error:  # the browser or its socket went away: say what, with the output so far
+        output["error"] = f"{type(error).__name__}: {error}"
+        return output, 1
     finally:
         if browser.reader:
             browser.reader.cancel()
@@ -208,6 +211,8 @@ def main():
         output, status = asyncio.run(asyncio.wait_for(run(actions), 300))
     except (asyncio.TimeoutError, Failure) as error:
         output, status = {"error": str(error) or "the actions did not finish within 300 s"}, 1
+    except Exception as error:  # never leave the caller without a JSON answer
+        output, status = {"error": f"{type(error).__name__}: {error}"}, 1
     print(json.dumps(output))
     return status
 

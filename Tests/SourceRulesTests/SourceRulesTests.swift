@@ -15,6 +15,21 @@ struct SourceRulesTests {
         #expect(Self.sources.count > 100, "read \(Self.sources.count) files under Sources")
     }
 
+    @Test("no merge conflict markers in Sources or the docs")
+    func noConflictMarkers() throws {
+        let docs = ["README.md", "docs/ARCHITECTURE.md", "docs/REPORT.md"].map { path in
+            (path, ((try? String(contentsOf: SourceTree.root.appendingPathComponent(path), encoding: .utf8)) ?? "")  // unreadable: the count below fails
+                .split(separator: "\n", omittingEmptySubsequences: false))
+        }
+        #expect(docs.allSatisfy { $0.1.count > 10 }, "the docs are read")
+        let marked = (Self.sources + docs).flatMap { file in
+            file.lines.enumerated().compactMap { index, line in
+                line.hasPrefix("<<<<<<< ") || line == "=======" || line.hasPrefix(">>>>>>> ") ? "\(file.path):\(index + 1)" : nil
+            }
+        }
+        #expect(marked.isEmpty, "\(marked)")
+    }
+
     @Test("no Sources file is over 500 lines")
     func fileLength() {
         let long = Self.sources.filter { $0.lines.count > 501 }.map { "\($0.path): \($0.lines.count - 1) lines" }

@@ -67,10 +67,11 @@ struct StartAtRunTests {
         print("figure: --start-at 5 s past: lateBy \(lateBy) s")
     }
 
-    /// Starts a run whose start is a minute away and waits until it says it waits (the signal handlers are in place).
+    /// Starts a run whose start is ten minutes away (however slowly a busy box starts it, it waits) and waits until it
+    /// says so (its signal handlers are in place by then).
     private func startWaitingRun(_ scratch: RunScratch) async throws -> WSLoadProcess {
         let profile = try scratch.write("p.json", echoProfile(duration: "1s", connections: 2))
-        let child = try WSLoadProcess(["run", profile, "--loops", "1", "--start-at", Self.text(Date().addingTimeInterval(60)),
+        let child = try WSLoadProcess(["run", profile, "--loops", "1", "--start-at", Self.text(Date().addingTimeInterval(600)),
                                        "--out", scratch.path("out/report.json")])
         try await child.wait(untilPrinted: "Ctrl-C stops without a report", onStandardError: true, within: .seconds(60))
         return child
@@ -81,7 +82,7 @@ struct StartAtRunTests {
         let scratch = try RunScratch()
         let child = try await startWaitingRun(scratch)
         child.signal(SIGINT)
-        // Far inside the minute the wait had left.
+        // Far inside the ten minutes the wait had left.
         let status = try await child.waitForExit(within: .seconds(30))
         #expect(status == 130, "\(child.errors)")
         #expect(child.errors.contains("stopped by SIGINT while waiting for the start time: nothing ran"), "\(child.errors)")

@@ -13,6 +13,9 @@ if [[ "${1:-}" == "--test" ]]; then
     # `run --metrics`, started by the test with its own configuration and data directory. (util-linux's prlimit,
     # setpriv and unshare are part of every Debian system.)
     packages+=(openssl iproute2 python3 python3-pip chromium nginx curl libxml2-utils prometheus)
+    # slurm-wlm and munge: the single-node Slurm cluster a distribute test starts (scripts/slurm-cluster.sh);
+    # --no-install-recommends below keeps them to the daemons and the client commands.
+    packages+=(slurm-wlm munge)
     # node: `node --check` parses the dashboard's inline script in a test (any node will do; Debian's if none is on PATH).
     command -v node >/dev/null 2>&1 || packages+=(nodejs)
 fi
@@ -52,6 +55,8 @@ if [[ "${1:-}" == "--test" ]]; then
     pip_install uvicorn "uvicorn[standard]>=0.30"
     pip_install starlette "starlette>=0.37"
     pip_install strawberry "strawberry-graphql>=0.240"
+    # kubernetes-validate: the Kubernetes JSON schemas (bundled, offline) the distribute manifests are checked against.
+    pip_install kubernetes_validate "kubernetes-validate>=1.37"
     # junitparser: a third-party JUnit XML reader (as CI tools read it), for what `--junit` writes
     # (Tests/Peers/junit_check.py).
     pip_install junitparser "junitparser>=3"

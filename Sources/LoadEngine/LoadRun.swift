@@ -99,6 +99,9 @@ package struct LoadRun: Sendable {
     /// Where the run's header and every closed interval are appended while it goes (`wsload run` journals beside
     /// its report); nil: no journal.
     package var journal: RunJournal?
+    /// The wall-clock instant the coordinator starts at (`--start-at`; the ramps' zero): the run loads, binds its loops
+    /// and waits for it (``StartGate``); a stop request during the wait throws ``StartWaitInterrupted``. nil: at once.
+    package var startAt: Date?
 
     package init(profile: Profile, environment: [String: String] = ProcessInfo.processInfo.environment,
                 shutdown: GracefulShutdown? = nil, shard: Shard? = nil,
@@ -168,8 +171,24 @@ package struct LoadRun: Sendable {
         var coordinator = Coordinator(
             profile: profile, plans: plans, group: group, control: control, random: random, shutdown: shutdown,
             onProgress: onProgress, seed: seed, chaos: target.chaos, journal: journal, shard: shard)
-        var outcome = await withTaskExecutorPreference(control.taskExecutor) { await coordinator.run() }
+        // The wait for a start time runs where the coordinator will: it starts the moment the wait ends, with no hop.
+        let startAt = self.startAt
+        typealias Started = Result<CoordinatorOutcome, StartWaitInterrupted>
+        let started = await withTaskExecutorPreference(control.taskExecutor) { () -> Started in
+            if let startAt, let signal = await StartGate.wait(until: startAt, on: control, shutdown: shutdown) {
+                return .failure(StartWaitInterrupted(signal: signal, startAt: startAt))
+            }
+            return .success(await coordinator.run())
+        }
         _ = control.shutdown()
+        var outcome: CoordinatorOutcome
+        switch started {
+        case .failure(let stop):
+            _ = group.shutdown()  // nothing started on the loops: no connection, no journal
+            throw stop
+        case .success(let value):
+            outcome = value
+        }
         let undoFault = await faults.run?.handlesWillBeCounted(on: group.loops)
         // Let the loops run the close callbacks of what the run just closed before counting.
         for _ in 0..<3 { for loop in group.loops { await onLoop(loop) {} } }
@@ -192,7 +211,8 @@ package struct LoadRun: Sendable {
             abortedBy: outcome.abortedBy, scenarios: outcome.scenarios, total: outcome.total, intervals: outcome.intervals,
             intervalLog: outcome.intervalLog, unfinishedConnections: outcome.unfinishedConnections,
             liveHandlesAfterStop: liveHandlesAfterStop, waitingTasksAfterStop: waitingTasksAfterStop, shard: shard, mergedFrom: [], invariants: outcome.invariants,
-            chaos: outcome.chaos, reconnectStorm: outcome.reconnectStorm)
+            chaos: outcome.chaos, reconnectStorm: outcome.reconnectStorm,
+            scheduledStart: startAt.map { .init(at: $0, lateBy: outcome.startedAt.timeIntervalSince($0)) })
     }
 
     /// Removes the run's scratch directories (transfer downloads without a `directory`).

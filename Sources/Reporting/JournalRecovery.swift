@@ -117,7 +117,7 @@ package struct JournalRecovery: Sendable {
             total: total, intervals: series.entries,
             intervalLog: series.log(baseSeconds: header.profile.report.interval.seconds, file: series.isDownsampled ? name : nil),
             unfinishedConnections: 0, liveHandlesAfterStop: 0, waitingTasksAfterStop: 0,
-            shard: header.shard, mergedFrom: [], invariants: invariants, chaos: [], reconnectStorm: nil)
+            shard: header.shard, mergedFrom: [], invariants: invariants, chaos: [], reconnectStorm: nil, scheduledStart: nil)
         result.recoveredFrom = name
         if let id = header.runID { result.runID = id }  // the run's own id: merge refuses it beside the run's report
         toolVersion = header.toolVersion

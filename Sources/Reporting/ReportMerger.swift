@@ -11,7 +11,9 @@ package struct MergeError: Error, Sendable, CustomStringConvertible {
 /// add slot by slot and counters add, so the merged percentiles are those of all samples together
 /// (never an average of percentiles). Thresholds are evaluated again on the merged figures.
 package enum ReportMerger {
-    package static func merge(_ reports: [LoadedReport]) throws(MergeError) -> RunResult {
+    /// - Parameter allowsDifferentStarts: merge reports given different start times (`run.startAt`) too; the merged
+    ///   report then has no `startAt`.
+    package static func merge(_ reports: [LoadedReport], allowsDifferentStarts: Bool = false) throws(MergeError) -> RunResult {
         guard let first = reports.first else { throw MergeError(description: "nothing to merge") }
         for report in reports.dropFirst() where report.profileDigest != first.profileDigest {
             throw MergeError(description: "\(report.source) ran a different profile than \(first.source) "
@@ -35,6 +37,7 @@ package enum ReportMerger {
                 seen[shard.index] = report.source
             }
         }
+        try checkStarts(reports, allowsDifferentStarts: allowsDifferentStarts)
         // One run given twice (the same file, a copy, or a merge of it) would count every sample twice.
         var seenRuns: [String: String] = [:]
         for report in reports {
@@ -118,6 +121,7 @@ package enum ReportMerger {
                 merged.profile.scenarios[position] = merged.scenarios[index].scenario
             }
         }
+        (merged.scheduledStart, merged.startSkew) = mergedStart(of: reports)
         merged.evaluateThresholds()
         return merged
     }

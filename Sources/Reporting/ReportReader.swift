@@ -148,6 +148,7 @@ package struct LoadedReport: Sendable {
         }
         let loops = try reader.optionalCount(document["host"] ?? .null, "loops", at: "host") ?? 0
         let runID = try reader.optionalRunID(run)
+        let (scheduledStart, startSkew) = try Self.start(in: run, source: source)
         var mergedRunIDs: [String] = []
         for (index, id) in (run["mergedRunIds"]?.arrayValue ?? []).enumerated() {
             guard let text = id.stringValue, !text.isEmpty, text.utf8.count <= 100 else {
@@ -163,7 +164,8 @@ package struct LoadedReport: Sendable {
             liveHandlesAfterStop: try reader.optionalCount(run, "liveHandlesAfterStop", at: "run") ?? 0,
             waitingTasksAfterStop: try reader.optionalCount(run, "waitingTasksAfterStop", at: "run") ?? 0, shard: shard,
             mergedFrom: run["mergedFrom"]?.arrayValue?.compactMap(\.stringValue) ?? [], invariants: invariants,
-            chaos: chaos, reconnectStorm: reconnectStorm)
+            chaos: chaos, reconnectStorm: reconnectStorm, scheduledStart: scheduledStart)
+        result.startSkew = startSkew
         if run["incomplete"]?.boolValue == true { result.recoveredFrom = run["recoveredFrom"]?.stringValue ?? "a run journal" }
         result.runID = runID
         result.mergedRunIDs = mergedRunIDs

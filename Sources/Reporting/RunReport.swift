@@ -56,6 +56,7 @@ package enum RunReport {
         run["liveHandlesAfterStop"] = JSONValue(result.liveHandlesAfterStop)
         run["waitingTasksAfterStop"] = JSONValue(result.waitingTasksAfterStop)
         if let shard = result.shard { run["shard"] = .string(shard.description) }
+        for field in startFields(of: result) { run[field.key] = field.value }
         if let storm = result.reconnectStorm {
             run["reconnectStorm"] = [
                 "peakReconnectsPer100ms": JSONValue(storm.peakReconnectsPer100ms),

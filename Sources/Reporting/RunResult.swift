@@ -103,6 +103,10 @@ package struct RunResult: Sendable {
     package var shard: Shard?
     /// For a merged result: the reports it was merged from.
     package var mergedFrom: [String] = []
+    /// The start time the run was given (`--start-at`) and how late it started; nil without one.
+    package var scheduledStart: ScheduledStart?
+    /// For a merged result: seconds from the earliest input's actual start to the latest's (`run.startSkew`).
+    package var startSkew: Double?
     /// The run's random identity (`run.id`, 32 hex digits from OpenSSL's CSPRNG): merge refuses to count one
     /// run twice. nil for a report read back that was written before reports had ids.
     package var runID: String? = RunResult.newRunID()
@@ -126,13 +130,15 @@ package struct RunResult: Sendable {
 
     /// The one way a result is assembled — by the run's coordinator and by the report reader — so a new field
     /// is a new parameter both must pass. Thresholds are not passed: they are evaluated here, against the
-    /// totals over the planned part of the run (``evaluateThresholds()``). `intervalLog` alone has a default (nil:
-    /// read as factor 1), for results built by hand in tests; the run, the reader and a recovery pass theirs.
+    /// totals over the planned part of the run (``evaluateThresholds()``). `intervalLog` and `scheduledStart` alone have
+    /// defaults (nil: read as factor 1; no start time), for results built by hand in tests; the run, the reader and a
+    /// recovery pass theirs.
     package init(
         profile: Profile, seed: UInt64, loops: Int, startedAt: Date, endedAt: Date, elapsed: Duration,
         interruptedBy: String?, abortedBy: String?, scenarios: [ScenarioResult], total: MetricSet, intervals: [Interval],
         intervalLog: IntervalLog? = nil, unfinishedConnections: Int, liveHandlesAfterStop: Int, waitingTasksAfterStop: Int,
-        shard: Shard?, mergedFrom: [String], invariants: InvariantReport, chaos: [ChaosRecord], reconnectStorm: ReconnectStorm?
+        shard: Shard?, mergedFrom: [String], invariants: InvariantReport, chaos: [ChaosRecord], reconnectStorm: ReconnectStorm?,
+        scheduledStart: ScheduledStart? = nil
     ) {
         self.profile = profile
         self.seed = seed
@@ -152,6 +158,7 @@ package struct RunResult: Sendable {
         self.waitingTasksAfterStop = waitingTasksAfterStop
         self.shard = shard
         self.mergedFrom = mergedFrom
+        self.scheduledStart = scheduledStart
         self.invariants = invariants
         self.chaos = chaos
         self.reconnectStorm = reconnectStorm

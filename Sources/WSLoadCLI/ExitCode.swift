@@ -13,6 +13,8 @@ package struct ExitCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     package static let invariantViolated = ExitCode(rawValue: 4)
     /// `compare` found a regression beyond the allowed budget.
     package static let regression = ExitCode(rawValue: 5)
+    /// A shard is missing: the merge is incomplete (`merge DIR` names the shards it did not find).
+    package static let shardMissing = ExitCode(rawValue: 6)
     /// The command line is wrong (sysexits `EX_USAGE`).
     package static let usage = ExitCode(rawValue: 64)
     /// An input file (profile, report) is invalid (sysexits `EX_DATAERR`).

@@ -4,7 +4,8 @@ import LoadEngine
 import Profile
 import Reporting
 
-/// `wsload merge A.json B.json … -o merged.json`: shards (or side-by-side runs) of one profile into one report.
+/// `wsload merge A.json B.json … -o merged.json` or `wsload merge DIR`: shards (or side-by-side runs) of one profile
+/// into one report.
 enum MergeCommand: Subcommand {
     static let name = "merge"
     static let summary = "Merge reports of one profile (shards) into one, exactly."
@@ -16,17 +17,33 @@ enum MergeCommand: Subcommand {
         different profiles (digests), shards of different splits, a shard given twice, histograms of
         different layouts, or an incomplete report (recovered from a run journal) are refused. The merged report goes to --out (or stdout).
 
+        Given a directory, merges every *.json in it that is a wsload report (hidden files are not read):
+        a merged report (run.mergedFrom) and JSON that is not a wsload report are skipped with a note;
+        every shard of the split must be there (a missing one is named, exit 6).
+
+        Reports given different start times (run.startAt, from 'run --start-at') are refused unless
+        --allow-different-starts. The merged report keeps run.startAt and records run.startSkew: the
+        seconds from the earliest shard's actual start to the latest's.
+
         USAGE: wsload merge <report.json> <report.json>... [-o <merged.json>]
+               wsload merge <directory> [-o <merged.json>]
 
         OPTIONS:
           -o, --out <file>        Write the merged report here (atomically) instead of stdout.
+          --allow-different-starts
+                                  Merge reports whose run.startAt differ (the merged report has none).
           -h, --help              Show help information.
+
+        EXIT CODES:
+          0 merged, 6 a shard is missing (directory), 64 usage, 65 a report is invalid or the reports do not
+          merge, 66 a report (or the directory) is unreadable, 74 the merged report not written.
 
         """
 
     static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
         var inputs: [String] = []
         var out: String?
+        var allowsDifferentStarts = false
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -41,6 +58,8 @@ enum MergeCommand: Subcommand {
             }
             if argument.hasPrefix("--out=") {
                 out = String(argument.dropFirst("--out=".count))
+            } else if argument == "--allow-different-starts" {
+                allowsDifferentStarts = true
             } else if argument.hasPrefix("-") {
                 output.printError("Error: unknown option '\(argument)'. See 'wsload merge --help'.")
                 return .usage
@@ -49,13 +68,26 @@ enum MergeCommand: Subcommand {
             }
             index += 1
         }
-        guard inputs.count >= 2 else {
-            output.printError("Error: merge needs at least two reports. See 'wsload merge --help'.")
+        let directory = inputs.count == 1 && isDirectory(inputs[0]) ? inputs[0] : nil
+        guard directory != nil || inputs.count >= 2 else {
+            output.printError("Error: merge needs a directory or at least two reports. See 'wsload merge --help'.")
+            return .usage
+        }
+        if directory == nil, let given = inputs.first(where: isDirectory) {
+            output.printError("Error: \(given) is a directory: give one directory, or report files. See 'wsload merge --help'.")
             return .usage
         }
         var reports: [LoadedReport] = []
         var budget = HistogramDecodeBudget()  // one for every input: many crafted files add up to one budget
-        for path in inputs {
+        if let directory {
+            switch MergeDirectory.reports(in: directory, budget: &budget, output: output) {
+            case .success(let found): reports = found
+            case .failure(let failure):
+                output.printError("Error: \(failure.message)")
+                return failure.exitCode
+            }
+        }
+        for path in directory == nil ? inputs : [] {
             switch loadReport(path, budget: &budget) {
             case .success(let report): reports.append(report)
             case .failure(let failure):
@@ -72,10 +104,14 @@ enum MergeCommand: Subcommand {
         }
         let merged: RunResult
         do {
-            merged = try ReportMerger.merge(reports)
+            merged = try ReportMerger.merge(reports, allowsDifferentStarts: allowsDifferentStarts)
         } catch {
             output.printError("Error: \(error)")
             return .invalidInput
+        }
+        if let directory, let missing = MergeDirectory.missingShards(reports, directory: directory) {
+            output.printError("Error: \(missing.message)")
+            return missing.exitCode
         }
         if let counts = reports.first?.result.shard?.count, reports.count < counts {
             output.printError("warning: \(reports.count) of \(counts) shards merged; the report covers only those slices")
@@ -94,6 +130,11 @@ enum MergeCommand: Subcommand {
         output.printError("merged \(reports.count) reports into \(out)")
         return .success
     }
+}
+
+private func isDirectory(_ path: String) -> Bool {
+    var isDirectory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
 }
 
 /// Why a report could not be used: unreadable (66) or not a valid report (65).

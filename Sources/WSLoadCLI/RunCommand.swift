@@ -39,7 +39,14 @@ enum RunCommand: Subcommand {
         OPTIONS:
           --target <url>          Run against this ws:// or wss:// URL (or "embedded") instead of the
                                   profile's target.
-          --shard <i/n>           Run the i-th of n equal slices of the profile (merge the n reports).
+          --shard <i/n|auto>      Run the i-th of n equal slices of the profile (merge the n reports);
+                                  "auto": the slice from a Slurm job array task (SLURM_ARRAY_TASK_*) or a
+                                  Kubernetes Indexed Job pod (JOB_COMPLETION_INDEX, with --shards or WSLOAD_SHARDS).
+          --shards <n>            With --shard auto: the number of shards (must match a Slurm array's count).
+          --start-at <time>       Start at this RFC 3339 time (2026-12-01T23:30:00Z, ...00.250+01:00), or
+                                  @FILE[+DURATION]: the time written in FILE plus a lead. Loads, binds and
+                                  waits; Ctrl-C while waiting exits 130 with no report; a time past starts at
+                                  once (the report's run.lateBy says how late); over 24 h ahead is refused.
           --out <file>            Write the report to this file instead.
           --report-dir <dir>      Write the report into this directory instead.
           --duration <duration>   Run this long instead of the profile's duration.
@@ -61,9 +68,9 @@ enum RunCommand: Subcommand {
 
         EXIT CODES:
           0 passed, 1 could not run (or no connection ever opened), 3 thresholds failed, 4 invariants violated,
-          64 usage, 65 invalid profile,
-          66 profile unreadable, 74 report not written (or a journal already at its path), 130 interrupted
-          (report written).
+          64 usage, 65 invalid profile (or --start-at file),
+          66 profile (or --start-at file) unreadable, 74 report not written (or a journal already at its path),
+          130 interrupted (report written; none when stopped while waiting for --start-at).
 
         """
 
@@ -79,18 +86,29 @@ enum RunCommand: Subcommand {
         do {
             options = try Arguments(
                 Array(arguments.dropFirst()),
-                valueOptions: Arguments.profileOverrideOptions.union(["shard", "out", "report-dir", "hlog", "html", "junit"])
+                valueOptions: Arguments.profileOverrideOptions.union(["shard", "shards", "out", "report-dir", "hlog", "html", "junit",
+                                                                      "start-at"])
                     .union(LiveOutputs.valueOptions),
                 flagOptions: ["json", "quiet"])
             overrides = try options.profileOverrides()
             liveOptions = try LiveOutputs.Options(options)
             if let text = options.value("shard") {
-                guard let parsed = Shard(parsing: text) else { throw UsageError("--shard: \"\(text)\" is not i/n with 1 ≤ i ≤ n ≤ 1000") }
-                shard = parsed
+                shard = try Self.shard(text, shards: options.integer("shards", in: 1...Shard.maximumCount))
+            } else if options.value("shards") != nil {
+                throw UsageError("--shards: only with --shard auto")
             }
         } catch {
             output.printError("Error: \(error). See 'wsload run --help'.")
             return .usage
+        }
+        var startAt: StartAtOption?
+        if let text = options.value("start-at") {
+            switch StartAtOption.resolve(text, now: Date()) {
+            case .failure(let failure):
+                output.printError("Error: \(failure)" + (failure.exitCode == .usage ? ". See 'wsload run --help'." : ""))
+                return failure.exitCode
+            case .success(let value): startAt = value
+            }
         }
         // The overrides are part of the profile before it is validated: what runs is what was checked.
         var loaded: Profile
@@ -141,8 +159,10 @@ enum RunCommand: Subcommand {
         let outcome: Result<RunResult, any Error>
         do {
             let result = try await withShutdownSignals(on: signalLoop) { shutdown in
+                startAt?.announce(now: Date(), output: output, isQuiet: isQuiet)  // a Ctrl-C from now on ends the wait
                 var run = LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0); live.update($0) })
                 run.journal = journal
+                run.startAt = startAt?.date
                 return try await RunHost(run).run()
             }
             outcome = .success(result)
@@ -257,6 +277,7 @@ extension RunCommand {
     /// (``LoadRunError``: a missing token, too few files, the embedded server) and the runtime's (``RuntimeError``) —
     /// and with 70 for anything else, which only a bug in wsload can throw.
     static func exitCode(forFailedRun error: any Error) -> ExitCode {
-        error is LoadRunError || error is RuntimeError ? .failure : .internalError
+        if error is StartWaitInterrupted { return .interrupted }  // stopped before anything ran: 130, no report
+        return error is LoadRunError || error is RuntimeError ? .failure : .internalError
     }
 }

@@ -10,6 +10,7 @@ package enum WSLoad {
     static let commands: [any Subcommand.Type] = [
         RunCommand.self, ValidateCommand.self, CompareCommand.self, MergeCommand.self, ReportCommand.self, DownloadCommand.self,
         ServeCommand.self, ProxyCommand.self,
+        DistributeCommand.self,
         AutobahnCommand.self, HelpCommand.self,
     ]
 

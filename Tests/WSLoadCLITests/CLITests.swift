@@ -46,6 +46,7 @@ struct CLITests {
               download                Download one URL (single stream or ranged), resumable, with a progress bar.
               serve                   Run the embedded WebSocket echo and HTTP file server (with chaos options).
               proxy                   Forward to a server, injecting delay, throttling and chaos (kill, reset, stall, restart).
+              distribute              Write the files that run a profile's shards on Slurm or Kubernetes and merge them.
               autobahn                Run the Autobahn|Testsuite client cases against a fuzzing server.
               help                    Show help for a subcommand.
 

@@ -238,8 +238,7 @@ extension MetricFamily {
     /// Messages outside any expect, by the type `classify` gives them (`other` when none matches).
     package static let flowPushed = MetricFamily(
         prefix: "flow.pushed.", tag: "type", kind: .counter, area: .websocket,
-        summary: "messages that arrived outside any expect, by the type classify names (other: none matched; "
-            + "socketio: by event name, other past the first 64 names an on does not name or for a name unsafe as a tag)",
+        summary: "messages that arrived outside any expect, by the type classify names (other: none matched)",
         condition: "flow scenarios whose server sends unasked", notThresholdable: nil)
     /// The `flow.pushed` type of a message no classifier matched, and of a socketio event not counted by its name.
     package static let flowPushedOther = "other"

@@ -1,4 +1,5 @@
 import Crypto
+import FileInput
 import Foundation
 import JSON
 import Profile
@@ -241,19 +242,23 @@ package enum RunReport {
     /// The commit of the git checkout around the working directory, read from `.git` without running git.
     /// A file that cannot be read means no commit is known (the report then writes `null`): hence the `try?`s.
     package static func gitCommit(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
+        // A regular file within its cap (a FIFO named .git/HEAD must not hang a run), UTF-8.
+        func text(_ path: String, cap: Int) -> String? {
+            (try? UntrustedFile.read(path, cap: cap)).flatMap { String(validating: $0, as: UTF8.self) }
+        }
         var url = URL(fileURLWithPath: directory)
         for _ in 0..<32 {
             let git = url.appendingPathComponent(".git")
             // Best effort: a report outside a git checkout (or with an unreadable .git) just has no commit.
-            if let head = try? String(contentsOf: git.appendingPathComponent("HEAD"), encoding: .utf8) {
+            if let head = text(git.appendingPathComponent("HEAD").path, cap: 4096) {
                 let line = head.trimmingCharacters(in: .whitespacesAndNewlines)
                 guard line.hasPrefix("ref: ") else { return isCommit(line) ? line : nil }
                 let ref = String(line.dropFirst(5))
-                if let commit = try? String(contentsOf: git.appendingPathComponent(ref), encoding: .utf8) {  // loose ref missing: try packed-refs
+                if let commit = text(git.appendingPathComponent(ref).path, cap: 4096) {  // loose ref missing: try packed-refs
                     let trimmed = commit.trimmingCharacters(in: .whitespacesAndNewlines)
                     return isCommit(trimmed) ? trimmed : nil
                 }
-                let packed = (try? String(contentsOf: git.appendingPathComponent("packed-refs"), encoding: .utf8)) ?? ""  // no packed refs: no commit
+                let packed = text(git.appendingPathComponent("packed-refs").path, cap: 64 << 20) ?? ""  // no packed refs: no commit
                 for entry in packed.split(separator: "\n") where entry.hasSuffix(" " + ref) {
                     let commit = String(entry.prefix { $0 != " " })
                     return isCommit(commit) ? commit : nil

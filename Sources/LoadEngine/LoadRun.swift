@@ -33,6 +33,13 @@ package struct RunProgress: Sendable {
     package var scenarios: [ScenarioProgress] = []
     /// Every invariant check and violation so far (cumulative).
     package var invariants = InvariantReport()
+
+    /// A progress assembled elsewhere (`wsload run --processes` sums its children's).
+    package init(elapsed: Duration, duration: Duration, liveConnections: Int, targetConnections: Int, recent: MetricSet,
+                 recentSeconds: Double, total: MetricSet, isStopping: Bool) {
+        (self.elapsed, self.duration, self.liveConnections, self.targetConnections) = (elapsed, duration, liveConnections, targetConnections)
+        (self.recent, self.recentSeconds, self.total, self.isStopping) = (recent, recentSeconds, total, isStopping)
+    }
 }
 
 /// One scenario's share of a ``RunProgress``.
@@ -138,12 +145,9 @@ package struct LoadRun: Sendable {
         var random = SeededRandomNumberGenerator(seed: seed)
         let token = try resolveToken()
         let loopCount = profile.loops ?? EventLoopGroup.defaultLoopCount
-        let neededFiles = profile.scenarios.reduce(0) { total, scenario in
-            let perSlot = scenario.transfer.map { $0.connectionsPerTransfer ?? $0.segments } ?? 1
-            return total + scenario.websocket.connections * perSlot
-        } * (target.isInProcess ? 2 : 1)
+        let neededFiles = OpenFileBudget.sockets(for: profile, serverInProcess: target.isInProcess)
         let openFiles = ResourceLimits.raiseOpenFileLimit()
-        if neededFiles + 64 > openFiles {
+        if !OpenFileBudget.fits(neededFiles, limit: openFiles) {
             throw LoadRunError(description: "the profile needs about \(neededFiles) sockets but this process may open "
                 + "\(openFiles) files; lower the connections or split the run into shards")
         }

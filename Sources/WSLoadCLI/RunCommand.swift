@@ -83,12 +83,14 @@ enum RunCommand: Subcommand {
         let overrides: ProfileOverrides
         let liveOptions: LiveOutputs.Options
         var shard: Shard?
+        var processes: ProcessPlan.Request?
+        let child: ChildOptions
         do {
             options = try Arguments(
                 Array(arguments.dropFirst()),
                 valueOptions: Arguments.profileOverrideOptions.union(["shard", "shards", "out", "report-dir", "hlog", "html", "junit",
-                                                                      "start-at"])
-                    .union(LiveOutputs.valueOptions),
+                                                                      "start-at", "processes"])
+                    .union(LiveOutputs.valueOptions).union(ProcessControl.runOptions),
                 flagOptions: ["json", "quiet"])
             overrides = try options.profileOverrides()
             liveOptions = try LiveOutputs.Options(options)
@@ -97,6 +99,11 @@ enum RunCommand: Subcommand {
             } else if options.value("shards") != nil {
                 throw UsageError("--shards: only with --shard auto")
             }
+            if let text = options.value("processes") {
+                processes = try ProcessPlan.request(text)
+                if shard != nil { throw UsageError("--processes: not with --shard (each process runs a shard of its own)") }
+            }
+            child = try ChildOptions(options)
         } catch {
             output.printError("Error: \(error). See 'wsload run --help'.")
             return .usage
@@ -122,6 +129,19 @@ enum RunCommand: Subcommand {
         // Feeders are read once, before anything runs: a missing or short file stops the run as validate would.
         if let failure = loadFeeders(into: &loaded, path: path, output: output) { return failure }
         let profile = loaded
+        // Past one process's open files (or when asked), the run is split over processes of this machine.
+        if shard == nil && child.embeddedServer == nil {
+            do {
+                if let plan = try ProcessPlan.make(profile: profile, request: processes, limit: ResourceLimits.raiseOpenFileLimit()) {
+                    if processes == nil { output.printError(plan.automaticNote) }
+                    return await runInProcesses(plan, profile: profile, path: path, options: options, startAt: startAt,
+                                                liveOptions: liveOptions, output: output)
+                }
+            } catch {
+                output.printError("Error: \(error). See 'wsload run --help'.")
+                return .usage
+            }
+        }
         let isQuiet = options.has("quiet")
         let display = ProgressDisplay(output: output, isTerminal: output.isErrorTerminal, isQuiet: isQuiet)
 
@@ -160,10 +180,16 @@ enum RunCommand: Subcommand {
         do {
             let result = try await withShutdownSignals(on: signalLoop) { shutdown in
                 startAt?.announce(now: Date(), output: output, isQuiet: isQuiet)  // a Ctrl-C from now on ends the wait
-                var run = LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0); live.update($0) })
+                child.watchControl(shutdown)
+                let progress = child.progress
+                var run = LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: {
+                    display.update($0)
+                    live.update($0)
+                    if let progress { ProgressLine.send($0, to: progress) }
+                })
                 run.journal = journal
                 run.startAt = startAt?.date
-                return try await RunHost(run).run()
+                return try await RunHost(run, embeddedServer: child.embeddedServer).run()
             }
             outcome = .success(result)
         } catch {

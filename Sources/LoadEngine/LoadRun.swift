@@ -33,12 +33,15 @@ package struct RunProgress: Sendable {
     package var scenarios: [ScenarioProgress] = []
     /// Every invariant check and violation so far (cumulative).
     package var invariants = InvariantReport()
+}
 
-    /// A progress assembled elsewhere (`wsload run --processes` sums its children's).
-    package init(elapsed: Duration, duration: Duration, liveConnections: Int, targetConnections: Int, recent: MetricSet,
-                 recentSeconds: Double, total: MetricSet, isStopping: Bool) {
-        (self.elapsed, self.duration, self.liveConnections, self.targetConnections) = (elapsed, duration, liveConnections, targetConnections)
-        (self.recent, self.recentSeconds, self.total, self.isStopping) = (recent, recentSeconds, total, isStopping)
+extension RunProgress {
+    /// A progress assembled outside the engine (`wsload run --processes` sums its children's): the memberwise
+    /// initializer is internal.
+    package static func assembled(elapsed: Duration, duration: Duration, liveConnections: Int, targetConnections: Int,
+                                  recent: MetricSet, recentSeconds: Double, total: MetricSet, isStopping: Bool) -> RunProgress {
+        RunProgress(elapsed: elapsed, duration: duration, liveConnections: liveConnections, targetConnections: targetConnections,
+                    recent: recent, recentSeconds: recentSeconds, total: total, isStopping: isStopping)
     }
 }
 

@@ -75,10 +75,22 @@ public enum ProcessSpawn {
         case exited(Int32)
         case signalled(Int32)
 
+        private static func name(ofSignal signal: Int32) -> String {
+            switch signal {
+            case SIGKILL: "SIGKILL"
+            case SIGSEGV: "SIGSEGV"
+            case SIGABRT: "SIGABRT"
+            case SIGBUS: "SIGBUS"
+            case SIGILL: "SIGILL"
+            case SIGTRAP: "SIGTRAP"
+            default: signalName(signal)
+            }
+        }
+
         public var description: String {
             switch self {
             case .exited(let code): "exited with status \(code)"
-            case .signalled(let signal): "was killed by \(signalName(signal))" + (signal == SIGKILL ? "" : " (signal \(signal))")
+            case .signalled(let signal): "was killed by \(Self.name(ofSignal: signal))"
             }
         }
     }

@@ -43,7 +43,7 @@ enum ProgressLine {
             }
             return count
         }
-        var progress = RunProgress(
+        var progress = RunProgress.assembled(
             elapsed: .seconds(try number("elapsed")), duration: .seconds(try number("duration")),
             liveConnections: try count(value, "live"), targetConnections: try count(value, "target"),
             recent: try MetricSet(json: value["recent"] ?? .null, path: "progress.recent"),
@@ -66,7 +66,7 @@ enum ProgressLine {
     static func aggregate(_ children: [RunProgress]) -> RunProgress? {
         guard let slowest = children.min(by: { $0.elapsed < $1.elapsed }) else { return nil }
         let isStopping = children.allSatisfy(\.isStopping)
-        var sum = RunProgress(
+        var sum = RunProgress.assembled(
             elapsed: slowest.elapsed, duration: slowest.duration, liveConnections: 0, targetConnections: 0,
             recent: MetricSet(), recentSeconds: children.map(\.recentSeconds).max() ?? 0, total: MetricSet(),
             isStopping: isStopping)

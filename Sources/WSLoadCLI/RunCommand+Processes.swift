@@ -143,6 +143,12 @@ extension RunCommand {
     static func makePrivateDirectory(beside out: String?) -> Result<String, UsageError> {
         let parent = out.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
             ?? (ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp")
+        // The report's own directory is made as the report's writer would make it.
+        do {
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        } catch {
+            return .failure(UsageError("cannot create \(parent) for the shards' reports: \(error.localizedDescription)"))
+        }
         for _ in 0..<8 {
             let path = parent + "/wsload-shards-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             if mkdir(path, 0o700) == 0 { return .success(path) }

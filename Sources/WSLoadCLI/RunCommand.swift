@@ -43,6 +43,10 @@ enum RunCommand: Subcommand {
                                   "auto": the slice from a Slurm job array task (SLURM_ARRAY_TASK_*) or a
                                   Kubernetes Indexed Job pod (JOB_COMPLETION_INDEX, with --shards or WSLOAD_SHARDS).
           --shards <n>            With --shard auto: the number of shards (must match a Slurm array's count).
+          --processes <n|auto>    Run n processes of wsload, one shard each, and merge their reports; an embedded
+                                  server runs in processes of its own. auto: as many as the open-file limit
+                                  needs (applied without this option when one process cannot hold the run).
+                                  1: this process only. (1-256; not with --shard)
           --start-at <time>       Start at this RFC 3339 time (2026-12-01T23:30:00Z, ...00.250+01:00), or
                                   @FILE[+DURATION]: the time written in FILE plus a lead. Loads, binds and
                                   waits; Ctrl-C while waiting exits 130 with no report; a time past starts at
@@ -68,7 +72,7 @@ enum RunCommand: Subcommand {
 
         EXIT CODES:
           0 passed, 1 could not run (or no connection ever opened), 3 thresholds failed, 4 invariants violated,
-          64 usage, 65 invalid profile (or --start-at file),
+          6 a --processes shard died (the merged report names it), 64 usage, 65 invalid profile (or --start-at file),
           66 profile (or --start-at file) unreadable, 74 report not written (or a journal already at its path),
           130 interrupted (report written; none when stopped while waiting for --start-at).
 

@@ -29,6 +29,8 @@ struct ProcessFleet {
     static let readyDeadline: Duration = .seconds(30)
     /// What every wait for the children allows beyond the run's own time (start lead, duration, gracefulStop).
     static let margin: Duration = .seconds(30)
+    /// How long after a stop request the parent forwards it to the shards that have not begun stopping.
+    static let forwardDelay: Duration = .seconds(1)
     /// How long stopped servers may take to exit before SIGKILL.
     static let serverStopDeadline: Duration = .seconds(15)
 
@@ -115,7 +117,8 @@ struct ProcessFleet {
         // Watch the shards to their end.
         let runTime = Duration.seconds(max(0, startAt.timeIntervalSinceNow)) + profile.duration + profile.gracefulStop
         var deadline = clock.now + runTime + Self.margin
-        var forwardedSignal: Int32?
+        var stopSeenAt: ContinuousClock.Instant?
+        var isForwarded = false
         var latest: [Int: RunProgress] = [:]
         var isDirty = false
         var lastDrawn = clock.now
@@ -145,10 +148,20 @@ struct ProcessFleet {
                 output.printError("warning: server \(index + 1) (pid \(pid)) \(termination) while the shards ran")
             case .closed(let role, let stream): open.remove(OpenPipe(role: role, stream: stream))
             case .tick:
-                if let signal = shutdown.signal, forwardedSignal == nil {
-                    forwardedSignal = signal
-                    for index in 0..<plan.children { write(.stop(signal: signal), to: .shard(index, of: plan.children), controls) }
-                    deadline = min(deadline, clock.now + profile.gracefulStop + Self.margin)
+                if let signal = shutdown.signal {
+                    if stopSeenAt == nil {
+                        stopSeenAt = clock.now
+                        deadline = min(deadline, clock.now + profile.gracefulStop + Self.margin)
+                    }
+                    // Forwarded a moment later, and only to shards not stopping yet: a terminal's Ctrl-C (or a signal
+                    // to the process group) reached them already, and a stop requested before their own signal
+                    // arrives would make that signal their second, which exits at once without a report.
+                    if !isForwarded, let seen = stopSeenAt, clock.now - seen >= Self.forwardDelay {
+                        isForwarded = true
+                        for index in 0..<plan.children where latest[index]?.isStopping != true {
+                            write(.stop(signal: signal), to: .shard(index, of: plan.children), controls)
+                        }
+                    }
                 }
                 if clock.now > deadline {
                     for (role, pid) in watch.running {

@@ -36,6 +36,16 @@ package struct RunProgress: Sendable {
     package var invariants = InvariantReport()
 }
 
+extension RunProgress {
+    /// A progress assembled outside the engine (`wsload run --processes` sums its children's): the memberwise
+    /// initializer is internal.
+    package static func assembled(elapsed: Duration, duration: Duration, liveConnections: Int, targetConnections: Int,
+                                  recent: MetricSet, recentSeconds: Double, total: MetricSet, isStopping: Bool) -> RunProgress {
+        RunProgress(elapsed: elapsed, duration: duration, liveConnections: liveConnections, targetConnections: targetConnections,
+                    recent: recent, recentSeconds: recentSeconds, total: total, isStopping: isStopping)
+    }
+}
+
 /// One scenario's share of a ``RunProgress``.
 package struct ScenarioProgress: Sendable {
     package var name: String
@@ -139,12 +149,9 @@ package struct LoadRun: Sendable {
         var random = SeededRandomNumberGenerator(seed: seed)
         let token = try resolveToken()
         let loopCount = profile.loops ?? EventLoopGroup.defaultLoopCount
-        let neededFiles = profile.scenarios.reduce(0) { total, scenario in
-            let perSlot = scenario.transfer.map { $0.connectionsPerTransfer ?? $0.segments } ?? 1
-            return total + scenario.websocket.connections * perSlot
-        } * (target.isInProcess ? 2 : 1)
+        let neededFiles = OpenFileBudget.sockets(for: profile, serverInProcess: target.isInProcess)
         let openFiles = ResourceLimits.raiseOpenFileLimit()
-        if neededFiles + 64 > openFiles {
+        if !OpenFileBudget.fits(neededFiles, limit: openFiles) {
             throw LoadRunError(description: "the profile needs about \(neededFiles) sockets but this process may open "
                 + "\(openFiles) files; lower the connections or split the run into shards")
         }

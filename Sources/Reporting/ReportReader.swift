@@ -165,6 +165,12 @@ package struct LoadedReport: Sendable {
         if run["incomplete"]?.boolValue == true { result.recoveredFrom = run["recoveredFrom"]?.stringValue ?? "a run journal" }
         result.runID = runID
         result.mergedRunIDs = mergedRunIDs
+        for (index, entry) in (run["missingShards"]?.arrayValue ?? []).enumerated() {
+            guard let text = entry.stringValue, let missing = Shard(parsing: text) else {
+                throw reader.error("run.missingShards[\(index)]", "expected a shard such as 2/4")
+            }
+            result.missingShards.append(missing)
+        }
     }
 
     /// The runs this report counts, for merge's duplicate check: its merged ids, else its own id, else

@@ -71,6 +71,7 @@ package enum RunReport {
         if let id = result.runID { run["id"] = .string(id) }
         if !result.mergedFrom.isEmpty { run["mergedFrom"] = .array(result.mergedFrom.map { .string($0) }) }
         if !result.mergedRunIDs.isEmpty { run["mergedRunIds"] = .array(result.mergedRunIDs.map { .string($0) }) }
+        if !result.missingShards.isEmpty { run["missingShards"] = .array(result.missingShards.map { .string($0.description) }) }
         report["run"] = .object(run)
         report["scenarios"] = .array(result.scenarios.map { scenario in
             let websocket = scenario.scenario.websocket

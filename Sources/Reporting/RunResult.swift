@@ -113,6 +113,9 @@ package struct RunResult: Sendable {
     /// For a merged result: the ids of every run it adds up (`run.mergedRunIds`; an id-less report counts as
     /// `sha256:` of its document).
     package var mergedRunIDs: [String] = []
+    /// For a merged result: the shards of the split that were not there (`run.missingShards`; `wsload run --processes`
+    /// merges what it got when a child died).
+    package var missingShards: [Shard] = []
 
     /// A fresh run id: 16 random bytes as lowercase hex.
     package static func newRunID() -> String { Crypto.hex(Crypto.randomBytes(16)) }

@@ -237,37 +237,4 @@ package enum RunReport {
         let reason = String(cString: strerror(errno))
         return CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(what): \(reason)"])
     }
-
-    /// The commit of the git checkout around the working directory, read from `.git` without running git.
-    /// A file that cannot be read means no commit is known (the report then writes `null`): hence the `try?`s.
-    package static func gitCommit(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
-        var url = URL(fileURLWithPath: directory)
-        for _ in 0..<32 {
-            let git = url.appendingPathComponent(".git")
-            // Best effort: a report outside a git checkout (or with an unreadable .git) just has no commit.
-            if let head = try? String(contentsOf: git.appendingPathComponent("HEAD"), encoding: .utf8) {
-                let line = head.trimmingCharacters(in: .whitespacesAndNewlines)
-                guard line.hasPrefix("ref: ") else { return isCommit(line) ? line : nil }
-                let ref = String(line.dropFirst(5))
-                if let commit = try? String(contentsOf: git.appendingPathComponent(ref), encoding: .utf8) {  // loose ref missing: try packed-refs
-                    let trimmed = commit.trimmingCharacters(in: .whitespacesAndNewlines)
-                    return isCommit(trimmed) ? trimmed : nil
-                }
-                let packed = (try? String(contentsOf: git.appendingPathComponent("packed-refs"), encoding: .utf8)) ?? ""  // no packed refs: no commit
-                for entry in packed.split(separator: "\n") where entry.hasSuffix(" " + ref) {
-                    let commit = String(entry.prefix { $0 != " " })
-                    return isCommit(commit) ? commit : nil
-                }
-                return nil
-            }
-            let parent = url.deletingLastPathComponent()
-            if parent.path == url.path { return nil }
-            url = parent
-        }
-        return nil
-    }
-
-    private static func isCommit(_ text: String) -> Bool {
-        text.count == 40 && text.allSatisfy(\.isHexDigit)
-    }
 }

@@ -141,8 +141,10 @@ package enum RunReport {
     /// `intervalSeries`: the base interval, how many base intervals each entry of `intervals` merges (a power of two),
     /// how many there were, and the file beside the report holding every one (null when `intervals` is all of them).
     static func intervalSeries(_ log: RunResult.IntervalLog) -> JSONValue {
-        ["baseSeconds": .number(log.baseSeconds), "factor": JSONValue(log.factor), "count": JSONValue(log.count),
-         "file": JSONValue(log.file)]
+        var series: JSONObject = ["baseSeconds": .number(log.baseSeconds), "factor": JSONValue(log.factor),
+                                  "count": JSONValue(log.count), "file": JSONValue(log.file)]
+        if let why = log.fileMissing { series["fileMissing"] = .string(why) }  // a merge that could not merge the logs
+        return .object(series)
     }
 
     /// Replies received per request scheduled (open model) or sent (closed model).

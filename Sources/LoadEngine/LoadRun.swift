@@ -1,5 +1,6 @@
 import Clients
 import Crypto
+import FileInput
 import Foundation
 import HTTP1
 import Histogram
@@ -233,23 +234,15 @@ package struct LoadRun: Sendable {
             }
             return token
         case .file(let path):
-            // Sized before it is read, and read at most one byte past the cap: a huge file (or /dev/zero) is
-            // refused without being loaded.
+            // A regular file of at most the cap (UntrustedFile): a FIFO or /dev/zero is refused, never waited on or read.
             let cap = 64 * 1024
             let bytes: [UInt8]
-            do {
-                let file = try DataFile.open(path, mode: .read)
-                defer { file.close() }
-                guard try file.size() <= Int64(cap) else {
-                    throw LoadRunError(description: "auth.tokenFile: \(path) is larger than 64 KiB")
-                }
-                var buffer: [UInt8] = []
-                try file.read(into: &buffer, count: cap + 1, at: 0)
-                bytes = buffer
-            } catch let error as LoadRunError {
-                throw error
+            do throws(UntrustedFile.Failure) {
+                bytes = try UntrustedFile.read(path, cap: cap)
+            } catch where error.isTooLarge {
+                throw LoadRunError(description: "auth.tokenFile: \(path) is larger than 64 KiB")
             } catch {
-                throw LoadRunError(description: "auth.tokenFile: cannot read \(path): \(error)")
+                throw LoadRunError(description: "auth.tokenFile: cannot read \(path): \(error.reason)")
             }
             let data = Data(bytes)
             guard data.count <= cap, let text = String(data: data, encoding: .utf8) else {

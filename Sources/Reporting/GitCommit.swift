@@ -1,3 +1,4 @@
+import FileInput
 import Foundation
 
 extension RunReport {
@@ -104,23 +105,8 @@ private func resolved(_ path: String, relativeTo directory: String) -> String {
 }
 
 /// The text of the regular file at `path` if it holds at most `limit` bytes of UTF-8; nil otherwise (missing, not a
-/// regular file — a FIFO is never waited on —, too long, unreadable). Best effort by design: no commit is then known.
+/// regular file — a FIFO is never waited on —, too long, unreadable): no commit is then known. Read through the one
+/// reader of untrusted files (`UntrustedFile`).
 private func readGitFile(_ path: String, limit: Int) -> String? {
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-    guard descriptor >= 0 else { return nil }
-    defer { _ = close(descriptor) }
-    var status = stat()
-    guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size <= limit else { return nil }
-    let capacity = Int(status.st_size) + 1  // one byte more: a file that grew since fstat is seen to have
-    var bytes = [UInt8](repeating: 0, count: capacity)
-    var filled = 0
-    while filled < capacity {
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, capacity - filled) }
-        if count < 0 && errno == EINTR { continue }
-        guard count >= 0 else { return nil }
-        if count == 0 { break }
-        filled += count
-    }
-    guard filled < capacity else { return nil }  // it grew while read
-    return String(validating: bytes[..<filled], as: UTF8.self)
+    (try? UntrustedFile.read(path, cap: limit)).flatMap { String(validating: $0, as: UTF8.self) }
 }

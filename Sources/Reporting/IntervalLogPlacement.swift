@@ -1,3 +1,4 @@
+import FileInput
 import Foundation
 
 extension RunJournal {
@@ -67,8 +68,12 @@ extension RunJournal {
     /// Copies `source` to a new file `target` (never replacing one), a MiB at a time, and flushes it.
     private static func copy(_ source: String, to target: String) -> Result<Void, CopyProblem> {
         func failure(_ what: String) -> CopyProblem { CopyProblem(reason: "\(what): \(String(cString: strerror(errno)))") }
-        let input = open(source, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard input >= 0 else { return .failure(failure("cannot read \(source)")) }
+        let input: Int32
+        do throws(UntrustedFile.Failure) {
+            input = try UntrustedFile.open(source).descriptor  // a regular file, never waited on
+        } catch {
+            return .failure(CopyProblem(reason: "cannot read \(error)"))
+        }
         defer { _ = Glibc.close(input) }
         let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard output >= 0 else {

@@ -1,3 +1,4 @@
+import FileInput
 import Foundation
 import JSON
 import Profile
@@ -55,34 +56,21 @@ package struct JournalReader {
     /// Opens the journal at `path`; an oversized one is refused by its size before any of it is read.
     /// - Throws: ``JournalFormatError`` (unreadable: a missing file, a directory).
     package init(contentsOf path: String) throws(JournalFormatError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw JournalFormatError(source: path, reason: isDirectory.boolValue ? "is a directory" : "no such file or not readable",
-                                     isUnreadable: true)
+        // A FIFO or a device put where a journal should be is refused before anything waits on it or reads it.
+        let descriptor: Int32
+        let size: Int
+        do throws(UntrustedFile.Failure) {
+            (descriptor, size) = try UntrustedFile.open(path)
+        } catch {
+            throw JournalFormatError(source: path, reason: error.reason, isUnreadable: true)
         }
-        // O_NONBLOCK: opening a FIFO (or a device) put where a journal should be must not wait for a writer; the
-        // regular-file check below then refuses it. Reads of a regular file never block, whatever the flag.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            throw JournalFormatError(source: path, reason: "no such file or not readable", isUnreadable: true)
-        }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            let reason = String(cString: strerror(errno))
+        guard size <= RunJournal.maximumSize else {
             _ = Glibc.close(descriptor)
-            throw JournalFormatError(source: path, reason: "cannot be read (\(reason))", isUnreadable: true)
-        }
-        guard status.st_mode & S_IFMT == S_IFREG else {
-            _ = Glibc.close(descriptor)
-            throw JournalFormatError(source: path, reason: "not a regular file", isUnreadable: true)
-        }
-        guard status.st_size <= RunJournal.maximumSize else {
-            _ = Glibc.close(descriptor)
-            throw JournalFormatError(source: path, reason: "\(status.st_size) bytes: larger than the journal cap of "
+            throw JournalFormatError(source: path, reason: "\(size) bytes: larger than the journal cap of "
                 + RunJournal.capDescription)
         }
         source = path
-        size = Int(status.st_size)
+        self.size = size
         lines = JournalLines(descriptor: descriptor, source: path)
     }
 

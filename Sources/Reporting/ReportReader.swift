@@ -1,4 +1,5 @@
 import Crypto
+import FileInput
 import Foundation
 import JSON
 import Profile
@@ -29,22 +30,17 @@ package struct LoadedReport: Sendable {
     /// budget to every read, so many crafted files cannot add up to more than one budget's memory.
     /// - Throws: ``ReportFormatError`` with the JSON path (or `file`) at fault.
     package init(contentsOf path: String, budget: inout HistogramDecodeBudget) throws(ReportFormatError) {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ReportFormatError(path: path, reason: FileManager.default.fileExists(atPath: path) ? "cannot be read" : "no such file")
-        }
-        defer { try? handle.close() }  // read-only: closing cannot lose data
-        let data: Data
-        do {
-            data = try handle.read(upToCount: Self.maximumSize + 1) ?? Data()
+        let bytes: [UInt8]
+        do throws(UntrustedFile.Failure) {
+            bytes = try UntrustedFile.read(path, cap: Self.maximumSize)
         } catch {
-            throw ReportFormatError(path: path, reason: "cannot be read (\(error.localizedDescription))")
-        }
-        guard data.count <= Self.maximumSize else {
-            throw ReportFormatError(path: path, reason: "larger than \(Self.maximumSize >> 20) MiB")
+            // Too large is bad content; anything else (missing, a FIFO, a directory) is an unreadable file.
+            throw ReportFormatError(path: path, reason: error.isTooLarge ? "larger than \(Self.maximumSize >> 20) MiB" : error.reason,
+                                    isUnreadable: !error.isTooLarge)
         }
         let document: JSONValue
         do {
-            document = try JSONValue(parsing: Array(data))
+            document = try JSONValue(parsing: bytes)
         } catch {
             throw ReportFormatError(path: path, reason: "not valid JSON: \(error)")
         }

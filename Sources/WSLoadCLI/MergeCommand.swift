@@ -206,16 +206,9 @@ func loadReport(_ path: String) -> Result<LoadedReport, ReportLoadFailure> {
 
 /// Reads one report, its histograms taken from `budget`: a command reading several files passes one budget to all.
 func loadReport(_ path: String, budget: inout HistogramDecodeBudget) -> Result<LoadedReport, ReportLoadFailure> {
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-        FileManager.default.isReadableFile(atPath: path)
-    else {
-        let reason = isDirectory.boolValue ? "is a directory" : "no such file or not readable"
-        return .failure(ReportLoadFailure(error: ReportFormatError(path: path, reason: reason), isUnreadable: true))
-    }
     do {
         return .success(try LoadedReport(contentsOf: path, budget: &budget))
     } catch {
-        return .failure(ReportLoadFailure(error: error, isUnreadable: false))
+        return .failure(ReportLoadFailure(error: error, isUnreadable: error.isUnreadable))
     }
 }

@@ -219,7 +219,7 @@ struct IntervalSeriesReportTests {
     @Test("a journal that is not a regular file (/dev/zero never ends) is refused before it is read, not streamed forever")
     func notARegularFile() throws {
         let error = #expect(throws: JournalFormatError.self) { _ = try JournalRecovery(contentsOf: "/dev/zero") }
-        #expect(error?.isUnreadable == true && error?.description == "/dev/zero: not a regular file", "\(String(describing: error))")
+        #expect(error?.isUnreadable == true && error?.description == "/dev/zero: is a character device, not a regular file", "\(String(describing: error))")
     }
 
     @Test("the decode budget of a journal grows with its size (an honest journal of days reads) and is the command's for a small one")

@@ -252,7 +252,9 @@ private struct FieldReader {
         default:
             throw error(path + ".file", "expected a file name or null")
         }
-        return RunResult.IntervalLog(file: file, count: count, baseSeconds: base, factor: factor)
+        var log = RunResult.IntervalLog(file: file, count: count, baseSeconds: base, factor: factor)
+        log.fileMissing = value["fileMissing"]?.stringValue  // shown, never opened
+        return log
     }
 
     /// An optional non-negative integer (nil when absent or not an integer, as before); a negative one is refused.

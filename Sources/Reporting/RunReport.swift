@@ -1,5 +1,4 @@
 import Crypto
-import FileInput
 import Foundation
 import JSON
 import Profile
@@ -143,8 +142,10 @@ package enum RunReport {
     /// `intervalSeries`: the base interval, how many base intervals each entry of `intervals` merges (a power of two),
     /// how many there were, and the file beside the report holding every one (null when `intervals` is all of them).
     static func intervalSeries(_ log: RunResult.IntervalLog) -> JSONValue {
-        ["baseSeconds": .number(log.baseSeconds), "factor": JSONValue(log.factor), "count": JSONValue(log.count),
-         "file": JSONValue(log.file)]
+        var series: JSONObject = ["baseSeconds": .number(log.baseSeconds), "factor": JSONValue(log.factor),
+                                  "count": JSONValue(log.count), "file": JSONValue(log.file)]
+        if let why = log.fileMissing { series["fileMissing"] = .string(why) }  // a merge that could not merge the logs
+        return .object(series)
     }
 
     /// Replies received per request scheduled (open model) or sent (closed model).
@@ -238,42 +239,5 @@ package enum RunReport {
     private static func writeError(_ what: String) -> CocoaError {
         let reason = String(cString: strerror(errno))
         return CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(what): \(reason)"])
-    }
-
-    /// The commit of the git checkout around the working directory, read from `.git` without running git.
-    /// A file that cannot be read means no commit is known (the report then writes `null`): hence the `try?`s.
-    package static func gitCommit(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
-        // A regular file within its cap (a FIFO named .git/HEAD must not hang a run), UTF-8.
-        func text(_ path: String, cap: Int) -> String? {
-            (try? UntrustedFile.read(path, cap: cap)).flatMap { String(validating: $0, as: UTF8.self) }
-        }
-        var url = URL(fileURLWithPath: directory)
-        for _ in 0..<32 {
-            let git = url.appendingPathComponent(".git")
-            // Best effort: a report outside a git checkout (or with an unreadable .git) just has no commit.
-            if let head = text(git.appendingPathComponent("HEAD").path, cap: 4096) {
-                let line = head.trimmingCharacters(in: .whitespacesAndNewlines)
-                guard line.hasPrefix("ref: ") else { return isCommit(line) ? line : nil }
-                let ref = String(line.dropFirst(5))
-                if let commit = text(git.appendingPathComponent(ref).path, cap: 4096) {  // loose ref missing: try packed-refs
-                    let trimmed = commit.trimmingCharacters(in: .whitespacesAndNewlines)
-                    return isCommit(trimmed) ? trimmed : nil
-                }
-                let packed = text(git.appendingPathComponent("packed-refs").path, cap: 64 << 20) ?? ""  // no packed refs: no commit
-                for entry in packed.split(separator: "\n") where entry.hasSuffix(" " + ref) {
-                    let commit = String(entry.prefix { $0 != " " })
-                    return isCommit(commit) ? commit : nil
-                }
-                return nil
-            }
-            let parent = url.deletingLastPathComponent()
-            if parent.path == url.path { return nil }
-            url = parent
-        }
-        return nil
-    }
-
-    private static func isCommit(_ text: String) -> Bool {
-        text.count == 40 && text.allSatisfy(\.isHexDigit)
     }
 }

@@ -31,6 +31,9 @@ package struct RunResult: Sendable {
         package var baseSeconds: Double
         /// Base intervals per entry: a power of two, 1 when nothing was merged (only the last entry may cover fewer).
         package var factor: Int
+        /// Why ``file`` is nil although the series is downsampled (`intervalSeries.fileMissing`: a merge whose inputs
+        /// do not all have their logs); nil otherwise.
+        package var fileMissing: String? = nil
 
         package init(file: String?, count: Int, baseSeconds: Double, factor: Int) {
             self.file = file

@@ -162,7 +162,8 @@ enum RunCommand: Subcommand {
             return .ioError
         }
         // A journal problem is told as it happens (the progress line may be drawing: a line of its own).
-        let journal = RunJournal(toolVersion: WSLoad.version, commit: RunReport.gitCommit(), reportPath: pathOfReport,
+        let journal = RunJournal(toolVersion: WSLoad.version, commit: RunReport.gitCommit(), startAt: startAt?.date,
+                                 reportPath: pathOfReport,
                                  onProblem: { output.printError((output.isErrorTerminal ? "\n" : "") + "warning: run journal: \($0); the run goes on without it") })
 
         let signalLoop: EventLoop
@@ -208,9 +209,14 @@ enum RunCommand: Subcommand {
             let exit = exitCode(forFailedRun: error)
             output.printError(exit == .internalError
                 ? "Internal error (a bug in wsload; please report it): \(error)" : "Error: \(error)")
+            if let junit = options.value("junit") {  // CI sees the run fail, even with no report
+                _ = writeJUnitReport(JUnitReport.failedRun(profile: profile.name, at: Date(), reason: "\(error)"), to: junit,
+                                     output: output)
+            }
             return exit
         case .success(var value):
             value.runID = journal.runID  // the id the journal's header already gave the run
+            journal.finish(value)  // the end record: the journal is now the whole run (a complete report recovers)
             keepIntervalLog(of: &value, journal: journal, reportPath: pathOfReport(value.startedAt), output: output)
             result = value
         }
@@ -219,11 +225,13 @@ enum RunCommand: Subcommand {
         let text = report.formatted() + "\n"
         let reportPath = pathOfReport(result.startedAt)
         var exit = ExitCode.success
+        var problems: [String] = []  // what went wrong after the run, for --junit
         do {
             try RunReport.writeAtomically(text, to: reportPath)
             if result.intervalLog?.file == nil { journal.remove() }  // else it is the interval log the report names
         } catch {
             output.printError("Error: cannot write the report to \(reportPath): \(error.localizedDescription)")
+            problems.append("the report was not written: cannot write \(reportPath): \(error.localizedDescription)")
             // The journal is then the only record of the run: kept if it holds an interval (a header alone, or one
             // the same full disk cut short, recovers nothing).
             if journal.intervalCount > 0 { journal.close() } else { journal.remove() }
@@ -241,12 +249,13 @@ enum RunCommand: Subcommand {
         let intervalLog = result.intervalLog?.file.map {
             URL(fileURLWithPath: reportPath).deletingLastPathComponent().appendingPathComponent($0).path
         }
-        if exit == .success,
-            writeExports(of: result, toolVersion: WSLoad.version, options: options, output: output, intervalLog: intervalLog) == nil
+        if exit == .success, writeExports(of: result, toolVersion: WSLoad.version, options: options, output: output,
+                                          intervalLog: intervalLog, onProblem: { problems.append($0) }) == nil
         {
             exit = .ioError
         }
-        if exit == .success, let junit = options.value("junit"), !writeJUnit(of: result, to: junit, output: output) {
+        // Written whatever else failed: a report or an export that could not be written is a failing case of its own.
+        if let junit = options.value("junit"), !writeJUnit(of: result, problems: problems, to: junit, output: output) {
             exit = .ioError
         }
         if exit == .success {
@@ -260,10 +269,8 @@ enum RunCommand: Subcommand {
     /// The exit code of a run whose report and exports were written.
     static func verdict(of result: RunResult, output: CommandOutput) -> ExitCode {
         if result.interruptedBy != nil { return .interrupted }
-        let attempts = result.total.counter(.connectAttempts)
-        if attempts > 0 && result.total.counter(.connectionsOpened) == 0 {
-            let codes = result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            output.printError("Error: none of \(attempts) connection attempts succeeded (\(codes)).")
+        if let failure = JUnitReport.noConnection(result) {
+            output.printError("Error: \(failure).")
             return .failure
         }
         if !result.invariantsHeld { return .invariantViolated }

@@ -13,7 +13,7 @@ times with backoff), waits until the client holds N
 sockets, lets it settle, and samples the client's VmRSS (/proc/PID/status) and CPU (utime + stime from
 /proc/PID/stat). Then SIGINT (a graceful stop) and the next run. Prints per mode and N:
 
-  RSS per connection = (RSS at N - RSS at BASE) / (N - BASE)
+  RSS per connection = (RSS at N - RSS at BASE) / (sockets at N - sockets at BASE)
   client CPU per connection while connecting (ramp, handshakes: TLS for wss), the same difference;
   the server's RSS per connection, for context.
 
@@ -24,6 +24,7 @@ Environment:
   BASE=100       the baseline run's connections
   RAMP=SECONDS   ramp duration (default: N/1000 s for ws, N/500 s for wss, at least 2 s)
   SETTLE=5       seconds to wait once all N are connected before sampling (sampled twice, 2 s apart)
+  WAIT=300       seconds past the ramp to wait for all N (a busy box connects slowly; failed connects retry)
   KEEP=1         keep the work directory (profiles, reports, stderr) instead of removing it
 
 Only loopback; every process runs under `timeout`. The box is shared: the load average is printed with
@@ -117,7 +118,7 @@ def measure(mode, n):
                               stderr=open(f"{work}/run-{mode}-{n}.err", "w"))
     time.sleep(0.2)
     pid = child_pid(client)
-    deadline = started + ramp + 120
+    deadline = started + ramp + float(os.environ.get("WAIT", "300"))
     connected_at = None
     while time.time() < deadline:
         if client.poll() is not None:
@@ -163,11 +164,13 @@ for mode in modes:
           f"server RSS {baseline['server_rss'] / 1024:.1f} MiB", flush=True)
     for n in counts:
         m = measure(mode, n)
-        per = (m["rss"] - baseline["rss"]) / (n - base)
-        per_first = (m["rss_first"] - baseline["rss"]) / (n - base)
-        cpu_per = (m["cpu"] - baseline["cpu"]) / (n - base) * 1e6
-        server_per = (m["server_rss"] - baseline["server_rss"]) / (n - base)
-        server_cpu_per = (m["server_cpu"] - baseline["server_cpu"]) / (n - base) * 1e6
+        # Per connection actually held (a busy box may not connect all N in time: the line says so).
+        held = max(1, m["sockets"] - baseline["sockets"])
+        per = (m["rss"] - baseline["rss"]) / held
+        per_first = (m["rss_first"] - baseline["rss"]) / held
+        cpu_per = (m["cpu"] - baseline["cpu"]) / held * 1e6
+        server_per = (m["server_rss"] - baseline["server_rss"]) / held
+        server_cpu_per = (m["server_cpu"] - baseline["server_cpu"]) / held * 1e6
         line = (f"{mode} {n:>6}: client RSS {m['rss'] / 1024:7.1f} MiB = {per:5.2f} KiB per connection "
                 f"({per_first:.2f} {settle:g} s earlier); client CPU {cpu_per:5.0f} us per connection "
                 f"(connecting, {m['connect_s']:.1f} s); server RSS {server_per:5.2f} KiB, CPU {server_cpu_per:4.0f} us "

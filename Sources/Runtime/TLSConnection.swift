@@ -161,10 +161,10 @@ public final class TLSConnection: ByteStream {
     /// ciphertext in the input BIO.
     private var hasBufferedInput: Bool { SSL_has_pending(ssl) == 1 || wsload_BIO_pending(input) > 0 }
 
-    /// Decrypts at most 16 KiB (one record) into `buffer`. An idle reader waits for ciphertext before it calls
-    /// `SSL_read`: a call that finds nothing allocates OpenSSL's 16 KiB record buffer and keeps it until a record
-    /// arrives (`SSL_MODE_RELEASE_BUFFERS` frees it only once a record is consumed). Plaintext lands in the loop's
-    /// scratch buffer and only what was read is appended, so a parked read holds no 16 KiB buffer either.
+    /// Decrypts at most 16 KiB (one record) into `buffer`. Plaintext lands in the loop's scratch buffer and only
+    /// what was read is appended: growing `buffer` by 16 KiB for the call kept that much per parked reader (every
+    /// idle wss connection; heaptrack). With nothing buffered in OpenSSL or the input BIO, a read waits for
+    /// ciphertext first instead of making an `SSL_read` call that can only answer "want read".
     public func read(into buffer: inout [UInt8], maxBytes: Int) async throws -> Int {
         precondition(loop.inLoopThread, "TLSConnection.read must be called on \(loop)'s thread")
         if let readFailure { throw readFailure }

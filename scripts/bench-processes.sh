@@ -22,7 +22,7 @@ sample_rss() {
         for status in /proc/[0-9]*/status; do
             local pid=${status#/proc/}; pid=${pid%/status}
             local cmdline
-            cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+            cmdline=$( { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null) || continue
             [[ "$cmdline" == *"$marker"* && "$cmdline" == *wsload* ]] || continue
             local hwm
             hwm=$(awk '/^VmHWM/ {print $2}' "$status" 2>/dev/null) || continue

@@ -44,10 +44,12 @@ start() {
 job_processes() {
     local pid parent
     for pid in $(scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }'); do
-        parent=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')
-        [[ -n "$parent" && "$(ps -o comm= -p "$parent" 2>/dev/null)" == slurmstepd ]] && echo "$parent $(start_time "$parent")"
+        parent=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ') || true
+        if [[ -n "$parent" && "$(ps -o comm= -p "$parent" 2>/dev/null)" == slurmstepd ]]; then
+            echo "$parent $(start_time "$parent")"
+        fi
         echo "$pid $(start_time "$pid")"
-    done | sort -u
+    done | sort -u || true  # (a process that ended meanwhile is no failure)
 }
 
 # Empty for a process that has ended (a zombie has ended too: see wait_gone).

@@ -62,8 +62,9 @@ if [[ "$command" == down ]]; then
     if [[ -f "$SLURM_CONF" ]] && scontrol ping >/dev/null 2>&1; then
         # scontrol shutdown leaves running jobs' slurmstepd (which ignores SIGTERM) and their tasks behind: cancel every
         # job first, and record their processes for whatever outlives the cancel.
-        leftovers=$(job_processes)
-        jobs=$(squeue -h -o %A 2>/dev/null | tr '\n' ' ')
+        leftovers=$(job_processes) || true
+        # (squeue failing is no reason to stop: the daemons must still be stopped)
+        jobs=$(squeue -h -o %A 2>/dev/null | tr '\n' ' ') || true
         if [[ -n "${jobs// /}" ]]; then
             # shellcheck disable=SC2086 # one word per job id
             scancel $jobs >/dev/null 2>&1 || true
@@ -71,7 +72,7 @@ if [[ "$command" == down ]]; then
                 [[ -z "$(squeue -h -o %A 2>/dev/null)" ]] && break
                 sleep 0.1
             done
-            remaining=$(squeue -h -o '%A %T' 2>/dev/null | tr '\n' ';')
+            remaining=$(squeue -h -o '%A %T' 2>/dev/null | tr '\n' ';') || true
             [[ -z "$remaining" ]] || echo "slurm-cluster.sh: jobs still queued after 30 s: $remaining killing them" >&2
         fi
     fi

@@ -98,30 +98,30 @@ struct DistributeSlurmClusterTests {
         let stubborn = try await runScript(["sbatch", "--parsable", "--output=/dev/null", "--chdir=/tmp", "--wrap",
                                             "trap '' TERM; sleep 300"], environment: environment)
         #expect(stubborn.status == 0, "\(stubborn.errors)")
-        // Three batch steps (two shards and the stubborn job) running on the node.
+        // Three batch steps (two shards and the stubborn job) running on the node: each step's processes and its
+        // slurmstepd (the parent of the step's first task), polled until all three have shown up.
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(60)
-        var pids: [pid_t] = []
+        var processes: [(pid: pid_t, what: String)] = []
         while clock.now < deadline {
             let listed = try await runScript(["scontrol", "listpids"], environment: environment)
-            let rows = listed.output.split(separator: "\n").dropFirst().map { $0.split(separator: " ") }
-            let steps = Set(rows.filter { $0.count >= 4 && $0[3] == "0" }.map { $0[1] })
-            pids = rows.compactMap { $0.first.flatMap { pid_t($0) } }
-            if steps.count >= 3 { break }
-            try await Task.sleep(for: .milliseconds(250))
-        }
-        var processes: [(pid: pid_t, what: String)] = []
-        for pid in pids {
-            let command = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?
-                .replacingOccurrences(of: "\0", with: " ") ?? "?"
-            processes.append((pid, command))
-            if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                let parent = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first.flatMap({ pid_t($0) }),
-                (try? String(contentsOfFile: "/proc/\(parent)/comm", encoding: .utf8)) == "slurmstepd\n",
-                !processes.contains(where: { $0.pid == parent })
-            {
-                processes.append((parent, "slurmstepd"))
+            let pids = listed.output.split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").first.flatMap { pid_t($0) } }
+            processes = []
+            for pid in pids {
+                let command = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?
+                    .replacingOccurrences(of: "\0", with: " ") ?? "?"
+                processes.append((pid, command))
+                if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                    let parent = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first.flatMap({ pid_t($0) }),
+                    (try? String(contentsOfFile: "/proc/\(parent)/comm", encoding: .utf8)) == "slurmstepd\n",
+                    !processes.contains(where: { $0.pid == parent })
+                {
+                    processes.append((parent, "slurmstepd"))
+                }
             }
+            let isRunning = processes.contains { $0.what.contains("wsload") && $0.what.contains(" run ") }
+            if isRunning && processes.filter({ $0.what == "slurmstepd" }).count >= 3 { break }
+            try await Task.sleep(for: .milliseconds(250))
         }
         #expect(processes.contains { $0.what.contains("wsload") && $0.what.contains(" run ") }, "the shards run: \(processes)")
         #expect(processes.filter { $0.what == "slurmstepd" }.count >= 3, "\(processes)")

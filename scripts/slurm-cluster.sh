@@ -3,15 +3,17 @@
 # 22.05 and munge 0.5.15, as root, no systemd needed). Everything Slurm keeps goes in DIR.
 #   scripts/slurm-cluster.sh up DIR      start munged (if it is not running), slurmctld and slurmd; wait for the
 #                                        node to be idle; then: export SLURM_CONF=DIR/slurm.conf
-#   scripts/slurm-cluster.sh down DIR    stop them again (munged only if 'up' started it)
+#   scripts/slurm-cluster.sh down DIR    cancel every job and wait for the queue to drain (30 s at most), stop the
+#                                        daemons (munged only if 'up' started it), kill what the jobs left running
 # Install the daemons with: scripts/install-dependencies.sh --test (slurm-wlm munge, --no-install-recommends).
 # The node is declared as 'slurmd -C' sees it, memory not consumable, and the partition oversubscribed (FORCE:8) so
-# 4 single-CPU shards run at once on 2 cores; daemons talk over 127.0.0.1. See docs/ARCHITECTURE.md ("Tests").
+# 4 single-CPU shards run at once on 2 cores; a cancelled job gets 5 s between SIGTERM and SIGKILL (KillWait); daemons
+# talk over 127.0.0.1. See docs/ARCHITECTURE.md ("Tests").
 set -euo pipefail
 command=${1:-}
 state=${2:-}
 if [[ -z "$command" || -z "$state" || ( "$command" != up && "$command" != down ) ]]; then
-    sed -n '2,9p' "$0" >&2
+    sed -n '2,11p' "$0" >&2
     exit 64
 fi
 state=$(mkdir -p "$state" && cd "$state" && pwd)
@@ -36,7 +38,44 @@ start() {
     env --default-signal "$@" </dev/null >/dev/null 2>&1
 }
 
+# "PID STARTTIME" of every process of a job on this node: each step's processes (scontrol listpids) and their
+# slurmstepd (the parent of a step's first task). The start time (field 22 of /proc/PID/stat, after the command name
+# in parentheses) tells a PID reused since from the process recorded.
+job_processes() {
+    local pid parent
+    for pid in $(scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }'); do
+        parent=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ') || true
+        if [[ -n "$parent" && "$(ps -o comm= -p "$parent" 2>/dev/null)" == slurmstepd ]]; then
+            echo "$parent $(start_time "$parent")"
+        fi
+        echo "$pid $(start_time "$pid")"
+    done | sort -u || true  # (a process that ended meanwhile is no failure)
+}
+
+# Empty for a process that has ended (a zombie has ended too: see wait_gone).
+start_time() {
+    sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | awk '$1 != "Z" { print $20 }'
+}
+
 if [[ "$command" == down ]]; then
+    leftovers=""
+    if [[ -f "$SLURM_CONF" ]] && scontrol ping >/dev/null 2>&1; then
+        # scontrol shutdown leaves running jobs' slurmstepd (which ignores SIGTERM) and their tasks behind: cancel every
+        # job first, and record their processes for whatever outlives the cancel.
+        leftovers=$(job_processes) || true
+        # (squeue failing is no reason to stop: the daemons must still be stopped)
+        jobs=$(squeue -h -o %A 2>/dev/null | tr '\n' ' ') || true
+        if [[ -n "${jobs// /}" ]]; then
+            # shellcheck disable=SC2086 # one word per job id
+            scancel $jobs >/dev/null 2>&1 || true
+            for attempt in $(seq 300); do
+                [[ -z "$(squeue -h -o %A 2>/dev/null)" ]] && break
+                sleep 0.1
+            done
+            remaining=$(squeue -h -o '%A %T' 2>/dev/null | tr '\n' ';') || true
+            [[ -z "$remaining" ]] || echo "slurm-cluster.sh: jobs still queued after 30 s: $remaining killing them" >&2
+        fi
+    fi
     # scontrol shutdown stops slurmctld and every slurmd; the pid files catch what it missed.
     [[ -f "$SLURM_CONF" ]] && scontrol shutdown >/dev/null 2>&1 || true
     pidfiles=("$state/slurmd.pid" "$state/slurmctld.pid")
@@ -49,6 +88,13 @@ if [[ "$command" == down ]]; then
         rm -f "$pidfile"
     done
     rm -f "$state/munged.started"
+    # What a job left running: the same process (PID and start time) still there, killed (slurmstepd ignores SIGTERM).
+    while read -r pid started; do
+        [[ -n "$pid" && -n "$started" && "$(start_time "$pid")" == "$started" ]] || continue
+        echo "slurm-cluster.sh: killing process $pid left by a job: $(ps -o args= -p "$pid" 2>/dev/null)" >&2
+        kill -9 "$pid" 2>/dev/null || true
+        wait_gone "$pid"
+    done <<<"$leftovers"
     exit 0
 fi
 
@@ -96,6 +142,7 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SwitchType=switch/none
 MailProg=/bin/true
+KillWait=5
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1
 SelectType=select/cons_tres

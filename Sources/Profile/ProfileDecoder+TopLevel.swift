@@ -18,6 +18,9 @@ extension ProfileReader {
         let name = required(root, "name", "").flatMap { string($0, "name") }
         if let name, !name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) {
             problem("name", "\"\(name)\" may only hold letters, digits, '-', '_' and '.'", hint: "it names the report file")
+        } else if let name, name.hasPrefix(".") {
+            // `<name>-shard1of4.json` would be a hidden file, which `wsload merge DIR` (like a shell's `*.json`) skips.
+            problem("name", "\"\(name)\" starts with '.'", hint: "it names the report files, which would be hidden")
         }
         _ = string(root["description"], "description", nonEmpty: false)
         let target = required(root, "target", "", hint: "a ws:// or wss:// URL, or \"embedded\"").flatMap { self.target($0) }

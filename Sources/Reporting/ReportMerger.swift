@@ -36,6 +36,7 @@ package enum ReportMerger {
                 }
                 seen[shard.index] = report.source
             }
+            try checkSlices(reports)
         }
         try checkStarts(reports, allowsDifferentStarts: allowsDifferentStarts)
         // One run given twice (the same file, a copy, or a merge of it) would count every sample twice.

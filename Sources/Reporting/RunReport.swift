@@ -157,7 +157,9 @@ package enum RunReport {
 
     static func roundedSeconds(_ duration: Duration) -> Double { (duration.seconds * 1000).rounded() / 1000 }
 
-    static func timestamp(_ date: Date) -> String {
+    /// `date` as the report writes times: RFC 3339 in UTC with milliseconds (`2026-12-01T23:30:00.250Z`); messages
+    /// show times the same way.
+    package static func timestamp(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: date)
@@ -200,17 +202,7 @@ package enum RunReport {
         guard descriptor >= 0 else { throw writeError("cannot create \(temporary)") }
         let temporaryPath = temporary
         func write(_ text: String) throws {
-            let failure: String? = Array(text.utf8).withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written < 0 && errno == EINTR { continue }
-                    guard written > 0 else { return String(cString: strerror(written < 0 ? errno : EIO)) }
-                    offset += written
-                }
-                return nil
-            }
-            if let failure {
+            if let failure = writeFully(text, to: descriptor) {
                 throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "cannot write \(temporaryPath): \(failure)"])
             }
         }
@@ -232,6 +224,21 @@ package enum RunReport {
             // The rename's failure is the error to report; a temporary that cannot be removed either adds nothing.
             unlink(temporary)
             throw error
+        }
+    }
+
+    /// Writes all of `text` to `descriptor` (a short write continued, EINTR retried); why it could not (strerror),
+    /// or nil.
+    package static func writeFully(_ text: String, to descriptor: Int32) -> String? {
+        Array(text.utf8).withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return String(cString: strerror(written < 0 ? errno : EIO)) }
+                offset += written
+            }
+            return nil
         }
     }
 

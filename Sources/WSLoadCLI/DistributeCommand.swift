@@ -100,6 +100,19 @@ enum DistributeCommand: Subcommand {
             output.printError("Error: cannot read \(request.profilePath): \(error.reason)")
             return .noInput
         }
+        // Every refusal of the command line comes before DIR is created: a usage error leaves nothing behind.
+        if case .kubernetes(let kubernetes) = request.engine, kubernetes.tokenSecret != nil,
+            Request.tokenEnvironment(of: profile) == nil
+        {
+            output.printError("Error: --token-secret: the profile reads no token from the environment (auth.tokenEnv). "
+                + "See 'wsload distribute --help'.")
+            return .usage
+        }
+        let resolved = DistributeFiles.resolved(request.out)
+        if case .slurm = request.engine, let refusal = SlurmScripts.refusal(ofDirectory: resolved) {
+            output.printError("Error: --out \(request.out) is \(resolved): \(refusal). See 'wsload distribute --help'.")
+            return .usage
+        }
         let directory: String
         switch DistributeFiles.prepare(request.out) {
         case .failure(let reason):
@@ -120,11 +133,6 @@ enum DistributeCommand: Subcommand {
             files = SlurmScripts.files(plan, slurm)
             directories = ["reports", "logs"]
         case .kubernetes(let kubernetes):
-            if kubernetes.tokenSecret != nil && plan.tokenEnvironment == nil {
-                output.printError("Error: --token-secret: the profile reads no token from the environment (auth.tokenEnv). "
-                    + "See 'wsload distribute --help'.")
-                return .usage
-            }
             files = KubernetesManifests.files(plan, kubernetes)
         }
         for warning in warnings(profile: profile, plan: plan, request: request) { output.printError("warning: " + warning) }
@@ -156,6 +164,12 @@ enum DistributeCommand: Subcommand {
         case .slurm(let slurm):
             if !FileManager.default.isExecutableFile(atPath: slurm.wsload) {
                 warnings.append("\(slurm.wsload) is not an executable here: the jobs must find it at that path")
+            }
+            warnings += slurm.sbatchOptions.compactMap(SlurmScripts.warning(ofOption:))
+            if let directory = plan.workingDirectory {
+                let relative = profileFiles(profile).filter { !$0.hasPrefix("/") }
+                warnings.append("the profile names files by relative paths (\(relative.joined(separator: ", "))): the shards "
+                    + "run in \(directory), which every node must see")
             }
         case .kubernetes:
             let files = profileFiles(profile)

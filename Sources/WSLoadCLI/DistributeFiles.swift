@@ -1,4 +1,5 @@
 import Foundation
+import Reporting
 
 /// Where `wsload distribute` writes: only into `--out DIR`, a new or empty directory, and never over a file.
 enum DistributeFiles {
@@ -38,6 +39,25 @@ enum DistributeFiles {
         return .success(String(cString: resolved))
     }
 
+    /// `path` (absolute) with its links resolved as far as it exists, the rest as written: DIR's real path once
+    /// ``prepare(_:)`` has created it, known before anything is created.
+    static func resolved(_ path: String) -> String {
+        var existing = path
+        var rest: [String] = []
+        while !existing.isEmpty {
+            if let real = realpath(existing, nil) {
+                defer { free(real) }
+                let base = String(cString: real)
+                return rest.reversed().reduce(base) { ($0.hasSuffix("/") ? $0 : $0 + "/") + $1 }
+            }
+            let parent = (existing as NSString).deletingLastPathComponent
+            guard parent != existing else { break }
+            rest.append((existing as NSString).lastPathComponent)
+            existing = parent
+        }
+        return path
+    }
+
     /// Creates `directories` and writes `files` in `directory` (each new: `O_EXCL`, never through a link); on a failure
     /// removes what it wrote and returns why.
     static func write(_ files: [GeneratedFile], directories: [String], into directory: String) -> Failure? {
@@ -66,16 +86,7 @@ enum DistributeFiles {
                 return Failure(description: "cannot create \(path): \(reason)")
             }
             written.append(path)
-            let failure: String? = Array(file.text.utf8).withUnsafeBytes { bytes in
-                var offset = 0
-                while offset < bytes.count {
-                    let count = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                    if count < 0 && errno == EINTR { continue }
-                    guard count > 0 else { return String(cString: strerror(count < 0 ? errno : EIO)) }
-                    offset += count
-                }
-                return nil
-            }
+            let failure = RunReport.writeFully(file.text, to: descriptor)
             let closed = close(descriptor) == 0 ? nil : String(cString: strerror(errno))
             if let reason = failure ?? closed {
                 undo()

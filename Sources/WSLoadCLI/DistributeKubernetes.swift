@@ -86,18 +86,27 @@ enum KubernetesManifests {
     static func job(_ plan: DistributionPlan, _ options: Options) -> JSONValue {
         let names = Names(profileName: plan.profileName)
         let name = plan.shardReportName
-        // The pod's shell turns the 0-based index into the report's 1-based name, and keeps a slice's verdict (3
-        // thresholds, 4 invariants: its report is written) from failing the index: the merge judges the whole run.
+        // The pod's shell turns the 0-based index into the report's 1-based name, says in the pod's log when the pod
+        // itself came up after the shards' start (scheduling, an image pull: the shard then starts late), and keeps a
+        // slice's verdict (3 thresholds, 4 invariants: its report is written) from failing the index: the merge judges
+        // the whole run.
+        let startFile = profileMount + "/start-at"
+        let lead = plan.lead.components.seconds
         let script = """
             case ${JOB_COMPLETION_INDEX-} in '' | *[!0-9]* | 0?*) shard=unknown ;; *) shard=$((JOB_COMPLETION_INDEX + 1)) ;; esac
+            if start=$(cat \(startFile) 2>/dev/null) && [ -n "$start" ] && at=$(date -u -d "$start" +%s 2>/dev/null); then
+                late=$(($(date -u +%s) - at - \(lead)))
+                [ "$late" -gt 0 ] && echo "wsload-shard: shard $shard/\(plan.shards) came up ${late}s after the shards' start" \\
+                    "($start + \(plan.leadText)): it starts late (its report's run.lateBy says by how much)" >&2
+            fi
             wsload "$@" --out "/reports/\(name.prefix)${shard}\(name.suffix)"
             status=$?
             case $status in 0 | 3 | 4) exit 0 ;; *) exit "$status" ;; esac
 
             """
-        var arguments: [JSONValue] = ["run", .string(profileMount + "/profile.json"), "--shard", "auto",
-                                      "--start-at", .string("@\(profileMount)/start-at+\(plan.leadText)"), "--quiet"]
-        if let target = plan.target { arguments += ["--target", .string(target)] }
+        var arguments = ["run", profileMount + "/profile.json", "--shard", "auto",
+                         "--start-at", "@\(profileMount)/start-at+\(plan.leadText)", "--quiet"]
+        if let target = plan.target { arguments += ["--target", target] }
         var environment: [JSONValue] = [["name": "WSLOAD_SHARDS", "value": .string("\(plan.shards)")]]
         if let variable = plan.tokenEnvironment {
             environment.append([
@@ -107,8 +116,8 @@ enum KubernetesManifests {
         }
         let container: JSONValue = [
             "name": "wsload", "image": .string(options.image),
-            "command": ["/bin/sh", "-c", .string(script), "wsload-shard"],
-            "args": .array(arguments),
+            "command": commandWords(["/bin/sh", "-c", script, "wsload-shard"]),
+            "args": commandWords(arguments),
             "env": .array(environment),
             "resources": resources(options),
             "securityContext": containerSecurity,
@@ -132,6 +141,7 @@ enum KubernetesManifests {
                     "metadata": ["labels": labels(names)],
                     "spec": [
                         "restartPolicy": "Never",
+                        "securityContext": podSecurity,
                         "containers": [container],
                         "volumes": [
                             ["name": "profile", "configMap": ["name": .string(names.configMap)]],
@@ -149,7 +159,7 @@ enum KubernetesManifests {
         let names = Names(profileName: plan.profileName)
         let container: JSONValue = [
             "name": "merge", "image": .string(options.image),
-            "command": ["wsload", "merge", "/data/reports", "--out", .string("/data/" + plan.mergedReportName)],
+            "command": commandWords(["wsload", "merge", "/data/reports", "--out", "/data/" + plan.mergedReportName]),
             "resources": resources(options),
             "securityContext": containerSecurity,
             "volumeMounts": [["name": "reports", "mountPath": "/data", "subPath": .string(runDirectory(plan, options))]],
@@ -165,6 +175,7 @@ enum KubernetesManifests {
                     "metadata": ["labels": labels(names)],
                     "spec": [
                         "restartPolicy": "Never",
+                        "securityContext": podSecurity,
                         "containers": [container],
                         "volumes": [claimVolume(options)],
                     ],
@@ -182,9 +193,10 @@ enum KubernetesManifests {
             "spec": [
                 "restartPolicy": "Never",
                 "activeDeadlineSeconds": 3600,
+                "securityContext": podSecurity,
                 "containers": [[
                     "name": "fetch", "image": .string(options.image),
-                    "command": ["sleep", "3600"],
+                    "command": commandWords(["sleep", "3600"]),
                     "resources": ["requests": ["cpu": "10m", "memory": "16Mi"], "limits": ["memory": "64Mi"]],
                     "securityContext": containerSecurity,
                     "volumeMounts": [
@@ -194,6 +206,13 @@ enum KubernetesManifests {
                 "volumes": [claimVolume(options)],
             ],
         ]
+    }
+
+    /// `words` as a container's `command` or `args`: Kubernetes expands `$(NAME)` there from the container's
+    /// environment and reads `$$` as `$`, so every `$` is written `$$` and each word reaches the container as given
+    /// (a `--target` holding `$(WS_TOKEN)` must not become the token).
+    static func commandWords(_ words: [String]) -> JSONValue {
+        .array(words.map { .string($0.replacingOccurrences(of: "$", with: "$$")) })
     }
 
     /// Requests CPU and memory, limits memory only: a CPU limit throttles the load generator in 100 ms slices, which
@@ -210,11 +229,21 @@ enum KubernetesManifests {
         ["name": "reports", "persistentVolumeClaim": ["claimName": .string(options.reportsClaim)]]
     }
 
+    /// The image's user and group (the Containerfile's `USER`), which every pod runs as.
+    static let userID = 10001
+
     /// No privilege escalation, no capabilities, a read-only root (reports go to the claim, temporaries to an
-    /// emptyDir). The pods run as the image's user, root: a ReadWriteMany claim is usually NFS, where `fsGroup`
-    /// does not make the directory writable for another user.
+    /// emptyDir): with ``podSecurity``, what the "restricted" Pod Security Standard asks of a container.
     private static let containerSecurity: JSONValue = [
         "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": ["drop": ["ALL"]],
         "seccompProfile": ["type": "RuntimeDefault"],
+    ]
+
+    /// Every pod runs as the image's non-root user. `fsGroup` makes the claim (and the `<run>/reports` directory the
+    /// kubelet creates in it with the claim's mode) writable for that group where the volume supports ownership
+    /// changes; an NFS claim that does not must be writable for group ``userID`` already.
+    private static let podSecurity: JSONValue = [
+        "runAsNonRoot": true, "runAsUser": .number(Double(userID)), "runAsGroup": .number(Double(userID)),
+        "fsGroup": .number(Double(userID)), "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": ["type": "RuntimeDefault"],
     ]
 }

@@ -45,6 +45,18 @@ enum KubernetesApplyScript {
                 exit 1
             }
             \(secretCheck)
+            # backoffLimitPerIndex (a failed shard is not run again, at another start) is on by default from Kubernetes
+            # \(KubernetesManifests.minimumVersion); an older API server, or one with the JobBackoffLimitPerIndex feature off, drops
+            # it without a word. Ask the server what it would store before anything is created.
+            kept=$(kubectl "$@" create --dry-run=server -f "$dir/job.yaml" -o 'jsonpath={.spec.backoffLimitPerIndex}') || {
+                echo "apply.sh: the cluster refused job.yaml (a server-side dry run; its message is above)" >&2
+                exit 1
+            }
+            if [ "$kept" != 0 ]; then
+                echo "apply.sh: the cluster drops the Job's backoffLimitPerIndex: it needs Kubernetes \(KubernetesManifests.minimumVersion) or later" \\
+                    "(with the JobBackoffLimitPerIndex feature on), or a failed shard would be run again, late. Nothing was created." >&2
+                exit 1
+            fi
             # Waits for job $1 to complete; fails when it failed, or once `deadline` seconds passed. (kubectl wait
             # cannot wait for "Complete or Failed" at once.)
             finish() {

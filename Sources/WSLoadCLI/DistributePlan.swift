@@ -18,8 +18,10 @@ struct DistributionPlan: Sendable {
     var target: String?
     /// `--out`, absolute: where the generated files go (and, for Slurm, the reports).
     var directory: String
-    /// Where `wsload distribute` ran: the profile's relative paths (data, tokenFile, caFile) start there.
-    var workingDirectory: String
+    /// Where `wsload distribute` ran, when the profile names a file by a relative path (data, tokenFile, caFile, a
+    /// transfer's file), which starts there: the Slurm shards `cd` to it. Nil when every path is absolute: the shards
+    /// then need no directory but DIR (which may be the only shared one).
+    var workingDirectory: String?
     /// The environment variable the profile's token comes from (`auth.tokenEnv`), if any.
     var tokenEnvironment: String?
 

@@ -51,12 +51,18 @@ extension DistributeCommand {
 
         /// The plan the generators turn into files, `directory` being DIR as created.
         func plan(profile: Profile, profileText: String, directory: String) -> DistributionPlan {
-            var tokenEnvironment: String?
-            if case .environment(let name)? = profile.authentication?.source { tokenEnvironment = name }
+            let tokenEnvironment = Self.tokenEnvironment(of: profile)
+            let isRelative = DistributeCommand.profileFiles(profile).contains { !$0.hasPrefix("/") }
             return DistributionPlan(
                 profileName: profile.name, profilePath: profilePath, profileText: profileText, shards: shards, lead: lead,
                 timeLimit: time ?? profile.duration + profile.gracefulStop + lead + DistributeCommand.timeMargin,
-                target: target, directory: directory, workingDirectory: workingDirectory, tokenEnvironment: tokenEnvironment)
+                target: target, directory: directory, workingDirectory: isRelative ? workingDirectory : nil, tokenEnvironment: tokenEnvironment)
+        }
+
+        /// The environment variable the profile's token comes from (`auth.tokenEnv`), if any.
+        static func tokenEnvironment(of profile: Profile) -> String? {
+            if case .environment(let name)? = profile.authentication?.source { return name }
+            return nil
         }
 
         private static func slurmOptions(_ options: Arguments, workingDirectory: String) throws(UsageError)

@@ -19,33 +19,6 @@ enum SlurmScripts {
     /// The merge job's time limit: it reads and adds the shards' reports, seconds even for large ones.
     static let mergeTimeLimit = "00:30:00"
 
-    /// The sbatch options `--sbatch-option` may not give: the generated layout depends on them, or another option sets
-    /// them. Long names are refused by prefix too (sbatch accepts an unambiguous abbreviation).
-    static let ownedOptions: [(long: String, short: Character?)] = [
-        ("array", "a"), ("dependency", "d"), ("parsable", nil), ("output", "o"), ("error", "e"), ("chdir", "D"),
-        ("wrap", nil), ("job-name", "J"), ("kill-on-invalid-dep", nil), ("time", "t"), ("partition", "p"),
-    ]
-
-    /// Why `option` may not be given with `--sbatch-option`, or nil if it may.
-    static func refusal(ofOption option: String) -> String? {
-        guard option.hasPrefix("-"), option.count > 1 else {
-            return "\"\(option)\" is not an option (give one sbatch option per --sbatch-option, as --name=value)"
-        }
-        if option.hasPrefix("--") {
-            let name = option.dropFirst(2).prefix { $0 != "=" }
-            if let owned = ownedOptions.first(where: { !name.isEmpty && $0.long.hasPrefix(name) }) {
-                return "\(option) would replace the generated --\(owned.long)" + hint(for: owned.long)
-            }
-        } else if let letter = option.dropFirst().first, let owned = ownedOptions.first(where: { $0.short == letter }) {
-            return "\(option) would replace the generated --\(owned.long)" + hint(for: owned.long)
-        }
-        return nil
-    }
-
-    private static func hint(for name: String) -> String {
-        name == "time" || name == "partition" ? " (use wsload distribute's --\(name))" : ""
-    }
-
     /// Why DIR cannot hold a Slurm run's logs, or nil if it can.
     static func refusal(ofDirectory path: String) -> String? {
         path.contains("\\") ? "a backslash in the path turns off Slurm's %A/%a log names (sbatch(1), filename pattern)" : nil
@@ -141,9 +114,7 @@ enum SlurmScripts {
             set -u
             # Slurm gives a job the submitter's soft open-file limit; each connection is a socket: take the hard limit.
             ulimit -n "$(ulimit -H -n)" 2>/dev/null || true
-            # The profile's relative paths (data, tokenFile, caFile) are taken from where 'wsload distribute' ran.
-            cd \(word(plan.workingDirectory)) || exit 1
-            case ${SLURM_ARRAY_TASK_ID-} in
+            \(changeDirectory(plan))case ${SLURM_ARRAY_TASK_ID-} in
                 '' | *[!0-9]* | 0?*) shard=unknown ;;  # wsload run names the problem
                 *) shard=$((SLURM_ARRAY_TASK_ID + 1)) ;;
             esac
@@ -156,6 +127,19 @@ enum SlurmScripts {
                 0 | 3 | 4) exit 0 ;;
                 *) exit "$status" ;;
             esac
+
+            """
+    }
+
+    /// The `cd` to where `wsload distribute` ran, for a profile with relative paths only: that directory may exist on
+    /// the login node alone, and a profile that names no file by a relative path must not depend on it.
+    private static func changeDirectory(_ plan: DistributionPlan) -> String {
+        guard let directory = plan.workingDirectory else { return "" }
+        let word = DistributeText.shellWord(directory)
+        return """
+            # The profile's relative paths (data, tokenFile, caFile) start where 'wsload distribute' ran: every node
+            # must see that directory.
+            cd \(word) || { echo "wsload.sbatch: cannot enter "\(word)", where the profile's relative paths start" >&2; exit 1; }
 
             """
     }

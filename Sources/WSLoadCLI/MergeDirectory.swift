@@ -45,7 +45,9 @@ enum MergeDirectory {
                 output.printError("note: \(path) is not a wsload report (\(what)): skipped")
                 continue
             }
-            if document["run"]?["mergedFrom"] != nil {
+            // Merged as the report reader takes it (RunResult.mergedFrom): a list of inputs; `null` or an empty list is
+            // a report of one run, merged like any other.
+            if !(document["run"]?["mergedFrom"]?.arrayValue?.compactMap(\.stringValue) ?? []).isEmpty {
                 output.printError("note: \(path) is a merged report (run.mergedFrom): skipped")
                 continue
             }

@@ -2,14 +2,16 @@ import FileInput
 import Foundation
 import Glibc
 import Profile
+import Reporting
 
 /// `run --start-at TIME`: the wall-clock instant the run's coordinator starts at (the ramps' zero), so the shards of
 /// one run, on any number of machines, start together.
 ///
 /// TIME is an RFC 3339 time (``RFC3339``), or `@FILE` / `@FILE+DURATION`: the RFC 3339 time a launcher wrote in FILE
 /// (one line) plus a lead (`30s`, `1.5m`), so a job script can name a start that is only known when it is submitted.
-/// When FILE's own name ends in `+<duration>`, name it another way (`./launch+5s+0s`): the last `+` that is followed
-/// by a duration always starts the lead.
+/// The last `+` starts the lead when a duration, or anything starting with a digit, a sign or a `.` (a mistyped lead:
+/// refused, 64), follows it; otherwise it is part of FILE's name. When FILE's own name ends in such a `+`, name it
+/// with a lead anyway (`./launch+5s+0s`).
 struct StartAtOption: Sendable, Equatable {
     /// The instant asked for.
     var time: WallTime
@@ -37,9 +39,16 @@ struct StartAtOption: Sendable, Equatable {
         if argument.hasPrefix("@") {
             var path = String(argument.dropFirst())
             var lead = Duration.zero
-            if let plus = path.lastIndex(of: "+"), let parsed = parseDuration(String(path[path.index(after: plus)...])) {
-                lead = parsed
-                path = String(path[..<plus])
+            if let plus = path.lastIndex(of: "+") {
+                let text = String(path[path.index(after: plus)...])
+                if let parsed = parseDuration(text) {
+                    lead = parsed
+                    path = String(path[..<plus])
+                } else if let first = text.unicodeScalars.first, ("0"..."9").contains(first) || "+-.".unicodeScalars.contains(first) {
+                    // A number after the last '+' is a lead meant, not part of FILE's name: a mistyped one is named.
+                    return .failure(.init(description: "--start-at: \(shown): the lead \(quoted(text)) is not a duration "
+                        + "(give one such as @FILE+30s, @FILE+1.5m or @FILE+500ms; a lead is not negative)", exitCode: .usage))
+                }
             }
             guard !path.isEmpty else {
                 return .failure(.init(description: "--start-at: \(shown) names no file (give @FILE or @FILE+30s)", exitCode: .usage))
@@ -131,7 +140,7 @@ extension StartAtOption {
     /// Says on stderr what the start time means for this run: the wait (unless quiet; Ctrl-C ends it with no report),
     /// or, for a time already past, a warning that the run starts late (always: the report's `run.lateBy` says how late).
     func announce(now: Date, output: CommandOutput, isQuiet: Bool) {
-        let shown = RFC3339Text.utc(date)
+        let shown = RunReport.timestamp(date)  // as the report writes run.startAt
         let ahead = date.timeIntervalSince(now)
         if ahead > 0 {
             if !isQuiet {
@@ -142,14 +151,5 @@ extension StartAtOption {
             output.printError("warning: --start-at \(shown) passed \(formatDuration(.seconds(-ahead))) ago; starting now "
                 + "(the report's run.lateBy says how late)")
         }
-    }
-}
-
-/// Times as messages show them: RFC 3339 in UTC with milliseconds, as the report writes them.
-enum RFC3339Text {
-    static func utc(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
     }
 }

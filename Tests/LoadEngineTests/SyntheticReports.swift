@@ -31,9 +31,19 @@ enum SyntheticReport {
         let metrics = total ?? sum
         let seconds = 10.0
         let operations = metrics.counter("ws.connect_attempts") + metrics.counter("ws.messages_sent")
+        // A shard's seed and connections as its run derives them from the profile's (merge checks both).
+        var seed: UInt64 = 1
+        var scenario: JSONObject = ["name": "s", "metrics": metrics.json(seconds: seconds, operations: operations)]
+        if let shard, let decoded = try? ProfileDecoder.decode(Array(profile.utf8)) {
+            let slice = shard.slice(decoded, seed: seed)
+            seed = slice.seed
+            if let connections = slice.profile.scenarios.first(where: { $0.name == "s" })?.websocket.connections {
+                scenario["connections"] = JSONValue(connections)
+            }
+        }
         var run: JSONObject = [
             "start": "2026-01-01T00:00:00.000Z", "end": "2026-01-01T00:00:10.000Z", "elapsedSeconds": .number(seconds),
-            "seed": "1",
+            "seed": .string(String(seed)),
         ]
         if let shard { run["shard"] = .string(shard.description) }
         let document: JSONValue = [
@@ -41,7 +51,7 @@ enum SyntheticReport {
             "tool": ["version": "test"],
             "profile": ["digest": "sha256:unchecked", "document": try JSONValue(parsing: Array(profile.utf8))],
             "run": .object(run),
-            "scenarios": [["name": "s", "metrics": metrics.json(seconds: seconds, operations: operations)]],
+            "scenarios": [.object(scenario)],
             "total": ["metrics": metrics.json(seconds: seconds, operations: operations)],
             "intervals": .array(intervals.enumerated().map { index, interval in
                 [

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Testing
 import TestSupport
+@testable import WSLoadCLI
 
 /// The Containerfile's stages: each `FROM` line and its instructions, continuation lines joined.
 private func containerfileStages() throws -> [(from: String, instructions: [String])] {
@@ -72,6 +73,29 @@ struct DistributeContainerfileTests {
         // Essential), nothing to install. The run stage has no toolchain, compiler or package cache left.
         #expect(run.allSatisfy { !$0.contains("swift") || $0.hasPrefix("COPY --from=build") })
         #expect(run.contains { $0.contains("rm -rf /var/lib/apt/lists/*") })
+    }
+
+    @Test("the image runs as the non-root user the pods ask for, and wsload raises its open-file limit as that user",
+          .enabled(if: getuid() == 0, "setpriv changes user: root only (CI runs as root)"))
+    func nonRootUser() async throws {
+        let run = try containerfileStages()[1].instructions
+        let user = KubernetesManifests.userID
+        #expect(run.last { $0.hasPrefix("USER ") } == "USER \(user):\(user)")
+        // 150 connections to the embedded server: about 300 sockets, past a soft limit of 256. As a user without
+        // privileges, wsload may raise its soft limit to the hard one (4096), as it does as root.
+        let scratch = try DistributeScratch(hostile: false)
+        chmod(scratch.path, 0o777)
+        let profile = try scratch.write("fds.json", echoProfile(name: "fds", duration: "1s", connections: 150, gracefulStop: "2s"))
+        func runAsUser(nofile: String, report: String) async throws -> ScriptRun {
+            try await runScript(["setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups", "prlimit", "--nofile=" + nofile,
+                                 wsloadExecutable, "run", profile, "--quiet", "--out", scratch.file(report)], in: scratch.path)
+        }
+        let raised = try await runAsUser(nofile: "256:4096", report: "raised.json")
+        #expect(raised.status == 0, "\(raised.errors)")
+        #expect(FileManager.default.fileExists(atPath: scratch.file("raised.json")))
+        // The same run where the hard limit is 256 too: the profile does need the raise.
+        let capped = try await runAsUser(nofile: "256:256", report: "capped.json")
+        #expect(capped.status != 0 && capped.errors.contains("may open 256 files"), "\(capped.status) \(capped.errors)")
     }
 
     @Test("the build stage installs what scripts/install-dependencies.sh installs for a build")

@@ -43,6 +43,83 @@ private func at(_ value: JSONValue?, _ path: Any...) -> JSONValue? {
     return current
 }
 
+/// A `--target` that Kubernetes would rewrite if it reached `args` as written: `$(NAME)` is replaced by the container's
+/// variable (the token's among them) and `$$` read as `$`.
+private let expandableTarget = "ws://127.0.0.1:9/x?a=$(WSLOAD_SHARDS)&b=$$c&t=$(WS_TOKEN)&d=$"
+
+/// What the kubelet makes of a container's `command` or `args` string: `$(NAME)` replaced from `environment` (left as
+/// written when NAME is not there), `$$` read as `$`, any other `$` kept. A port of Kubernetes'
+/// third_party/forked/golang/expansion `Expand` with `MappingFuncFor`, byte for byte.
+func kubernetesExpanded(_ text: String, environment: [String: String]) -> String {
+    let input = Array(text.utf8)
+    var output: [UInt8] = []
+    var checkpoint = 0
+    var cursor = 0
+    let dollar = UInt8(ascii: "$"), opener = UInt8(ascii: "("), closer = UInt8(ascii: ")")
+    while cursor < input.count {
+        if input[cursor] == dollar && cursor + 1 < input.count {
+            output += input[checkpoint..<cursor]
+            let rest = input[(cursor + 1)...]
+            var advance = 1
+            if rest.first == dollar {
+                output.append(dollar)
+            } else if rest.first == opener, let end = rest.dropFirst().firstIndex(of: closer) {
+                let name = String(decoding: input[(cursor + 2)..<end], as: UTF8.self)
+                output += Array((environment[name] ?? "$(" + name + ")").utf8)
+                advance = end - cursor
+            } else {
+                output += [dollar, rest.first!]
+            }
+            cursor += advance
+            checkpoint = cursor + 1
+        }
+        cursor += 1
+    }
+    output += input[checkpoint...]
+    return String(decoding: output, as: UTF8.self)
+}
+
+/// What the "restricted" Pod Security Standard (kubernetes.io/docs/concepts/security/pod-security-standards, with the
+/// "baseline" controls it includes) finds wrong with a pod spec: each control's allowed values, checked on the pod and
+/// every container. Empty when the pod is admitted.
+func restrictedViolations(_ pod: JSONValue?) -> [String] {
+    var found: [String] = []
+    let podSecurity = at(pod, "securityContext")
+    for key in ["hostNetwork", "hostPID", "hostIPC"] where at(pod, key) == true { found.append("spec.\(key)") }
+    let allowedVolumes: Set<String> = ["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                                       "projected", "secret"]
+    for volume in at(pod, "volumes")?.arrayValue ?? [] {
+        for key in volume.objectValue?.keys ?? [] where key != "name" && !allowedVolumes.contains(key) {
+            found.append("volume type \(key)")
+        }
+    }
+    if at(podSecurity, "runAsUser") == 0 { found.append("spec.securityContext.runAsUser 0") }
+    if at(podSecurity, "seccompProfile", "type") == "Unconfined" { found.append("spec.securityContext.seccompProfile Unconfined") }
+    if !(at(podSecurity, "sysctls")?.arrayValue ?? []).isEmpty { found.append("spec.securityContext.sysctls") }
+    let containers = (at(pod, "containers")?.arrayValue ?? []) + (at(pod, "initContainers")?.arrayValue ?? [])
+    for container in containers {
+        let name = at(container, "name")?.stringValue ?? "?"
+        let security = at(container, "securityContext")
+        if at(security, "privileged") == true { found.append("\(name): privileged") }
+        if at(security, "allowPrivilegeEscalation") != false { found.append("\(name): allowPrivilegeEscalation is not false") }
+        let nonRoot = at(security, "runAsNonRoot") ?? at(podSecurity, "runAsNonRoot")
+        if nonRoot != true { found.append("\(name): runAsNonRoot is not true") }
+        if at(security, "runAsUser") == 0 { found.append("\(name): runAsUser 0") }
+        let seccomp = at(security, "seccompProfile", "type") ?? at(podSecurity, "seccompProfile", "type")
+        if seccomp != "RuntimeDefault" && seccomp != "Localhost" { found.append("\(name): seccompProfile is not RuntimeDefault") }
+        let dropped = at(security, "capabilities", "drop")?.arrayValue ?? []
+        if !dropped.contains("ALL") { found.append("\(name): capabilities do not drop ALL") }
+        for added in at(security, "capabilities", "add")?.arrayValue ?? [] where added != "NET_BIND_SERVICE" {
+            found.append("\(name): adds capability \(added)")
+        }
+        for port in at(container, "ports")?.arrayValue ?? [] where (at(port, "hostPort")?.numberValue ?? 0) != 0 {
+            found.append("\(name): hostPort")
+        }
+        if let procMount = at(security, "procMount"), procMount != "Default" { found.append("\(name): procMount") }
+    }
+    return found
+}
+
 @Suite("wsload distribute kubernetes", .serialized, .timeLimit(.minutes(4)))
 struct DistributeKubernetesTests {
     /// Writes the manifests of a 4-shard run of ``tokenProfile`` into a fresh directory and returns it.
@@ -81,6 +158,28 @@ struct DistributeKubernetesTests {
         let brokenPath = try scratch.write("broken-job.yaml", broken)
         let refused = try await kubernetesValidate([brokenPath], version: "1.37")
         #expect(refused.status == 1 && refused.output.contains("'completionz' was unexpected"), "\(refused.output)")
+    }
+
+    @Test("every pod passes the restricted Pod Security Standard, as the image's non-root user")
+    func restrictedPods() async throws {
+        let scratch = try DistributeScratch()
+        let out = try await generate(scratch)
+        let job = try #require(try await yamlDocuments(out + "/job.yaml").first)
+        let merge = try #require(try await yamlDocuments(out + "/merge-job.yaml").first)
+        let fetch = try #require(try await yamlDocuments(out + "/fetch-pod.yaml").first)
+        let pods = [("job", at(job, "spec", "template", "spec")), ("merge", at(merge, "spec", "template", "spec")),
+                    ("fetch", at(fetch, "spec"))]
+        for (name, pod) in pods {
+            #expect(restrictedViolations(pod) == [], "\(name)")
+            let user = JSONValue.number(Double(KubernetesManifests.userID))
+            #expect(at(pod, "securityContext", "runAsUser") == user && at(pod, "securityContext", "fsGroup") == user, "\(name)")
+        }
+        // The check does refuse what the standard refuses: the pods as they were before (no runAsNonRoot), a root user.
+        var rootPod = try #require(pods[0].1?.objectValue)
+        rootPod["securityContext"] = nil
+        #expect(restrictedViolations(.object(rootPod)) == ["wsload: runAsNonRoot is not true"])
+        rootPod["securityContext"] = ["runAsNonRoot": true, "runAsUser": 0, "seccompProfile": ["type": "RuntimeDefault"]]
+        #expect(restrictedViolations(.object(rootPod)) == ["spec.securityContext.runAsUser 0"])
     }
 
     @Test("structure: what the schema cannot check, on the files as a YAML reader reads them")
@@ -193,15 +292,59 @@ struct DistributeKubernetesTests {
     func podScript(status: Int32, expected: Int32) async throws {
         let scratch = try DistributeScratch()
         try scratch.recorder("wsload")
-        let out = try await generate(scratch)
+        let out = try await generate(scratch, extra: ["--target", expandableTarget])
         let container = try #require(at(try await yamlDocuments(out + "/job.yaml").first, "spec", "template", "spec", "containers", 0))
+        // The container's environment as the kubelet has it when it expands command and args.
+        let environment = ["JOB_COMPLETION_INDEX": "2", "WSLOAD_SHARDS": "4", "WS_TOKEN": "s3cr3t"]
         let command = (at(container, "command")?.arrayValue ?? []).compactMap { $0.stringValue }
+            .map { kubernetesExpanded($0, environment: environment) }
         let arguments = (at(container, "args")?.arrayValue ?? []).compactMap { $0.stringValue }
+            .map { kubernetesExpanded($0, environment: environment) }
         #expect(command.count == 4 && command.prefix(2) == ["/bin/sh", "-c"])
-        let run = try await runScript(command + arguments, environment: ["JOB_COMPLETION_INDEX": "2", "FAKE_STATUS": "\(status)"],
+        // The target reaches wsload as given: neither the shard count nor the token put into it, no `$$` halved.
+        #expect(arguments == ["run", "/etc/wsload/profile.json", "--shard", "auto", "--start-at", "@/etc/wsload/start-at+45s",
+                              "--quiet", "--target", expandableTarget])
+        let run = try await runScript(command + arguments, environment: environment.merging(["FAKE_STATUS": "\(status)"]) { $1 },
                                       prependingPath: scratch.file("bin"))
         #expect(run.status == expected, "\(run.errors)")
         #expect(try scratch.recorded("wsload") == arguments + ["--out", "/reports/Echo_Token.v2-shard3of4.json"])
+    }
+
+    @Test("the pod's log says when the pod came up after the shards' start, and nothing when it is in time")
+    func podLateStart() async throws {
+        let scratch = try DistributeScratch()
+        try scratch.recorder("wsload")
+        let out = try await generate(scratch)
+        let container = try #require(at(try await yamlDocuments(out + "/job.yaml").first, "spec", "template", "spec", "containers", 0))
+        let environment = ["JOB_COMPLETION_INDEX": "1", "WSLOAD_SHARDS": "4", "WS_TOKEN": "s3cr3t"]
+        // The ConfigMap's start-at, here a scratch file where the pod mounts /etc/wsload.
+        let startFile = scratch.file("start-at")
+        let command = (at(container, "command")?.arrayValue ?? []).compactMap { $0.stringValue }
+            .map { kubernetesExpanded($0, environment: environment).replacingOccurrences(of: "/etc/wsload/start-at",
+                                                                                         with: DistributeText.shellWord(startFile)) }
+        let arguments = (at(container, "args")?.arrayValue ?? []).compactMap { $0.stringValue }
+        let formatter = ISO8601DateFormatter()
+        for (ago, isLate) in [(120.0, true), (0.0, false)] {
+            try scratch.write("start-at", formatter.string(from: Date().addingTimeInterval(-ago)) + "\n")
+            let run = try await runScript(command + arguments, environment: environment, prependingPath: scratch.file("bin"))
+            #expect(run.status == 0, "\(run.errors)")
+            // 120 s ago with a 45 s lead: about 75 s late (a second either way on a busy box).
+            let said = run.errors.firstMatch(of: /wsload-shard: shard 2\/4 came up (\d+)s after the shards' start \(.*Z \+ 45s\): it starts late/)
+            #expect((said != nil) == isLate, "\(ago) s ago: \(run.errors)")
+            if let late = said.flatMap({ Int($0.output.1) }) { #expect((73...80).contains(late), "\(late)") }
+        }
+        // No start time written yet (the ConfigMap's empty start-at): nothing said here; wsload names the problem.
+        try scratch.write("start-at", "")
+        let empty = try await runScript(command + arguments, environment: environment, prependingPath: scratch.file("bin"))
+        #expect(!empty.errors.contains("came up"), "\(empty.errors)")
+    }
+
+    @Test("the Kubernetes expansion the pod test applies is the kubelet's")
+    func expansionModel() {
+        let environment = ["A": "x", "B": ""]
+        #expect(kubernetesExpanded("$(A)-$(B)-$(C)-$$(A)-$$$(A)-$-$x-$(A", environment: environment) == "x--$(C)-$(A)-$x-$-$x-$(A")
+        #expect(kubernetesExpanded("end$", environment: environment) == "end$")
+        #expect(kubernetesExpanded("$((A + 1))", environment: environment) == "$((A + 1))")
     }
 
     @Test("apply.sh: ConfigMap, start time, shards, merge, copy, in that order, with the kubectl options given")
@@ -216,34 +359,39 @@ struct DistributeKubernetesTests {
         #expect(calls.allSatisfy { $0.prefix(2) == ["--namespace", "load test"] }, "\(calls)")
         let verbs = calls.map { $0.dropFirst(2).prefix(2).joined(separator: " ") }
         #expect(verbs == ["get job/wsload-echo-token-v2", "get job/wsload-echo-token-v2-merge", "get pod/wsload-echo-token-v2-fetch",
-                          "get pvc", "get secret", "apply -f", "patch configmap", "create -f", "wait --for=condition=complete",
+                          "get pvc", "get secret", "create --dry-run=server", "apply -f", "patch configmap", "create -f", "wait --for=condition=complete",
                           "create -f", "wait --for=condition=complete", "create -f", "wait --for=condition=Ready", "cp -c",
                           "delete pod"], "\(verbs)")
-        let patch = calls[6]
+        #expect(calls[5].suffix(4) == ["-f", out + "/job.yaml", "-o", "jsonpath={.spec.backoffLimitPerIndex}"])
+        let patch = calls[7]
         #expect(patch.suffix(3).first == "merge")
         #expect(patch.last?.wholeMatch(of: /\{"data":\{"start-at":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"\}\}/) != nil, "\(patch)")
-        #expect(calls[7].last == out + "/job.yaml" && calls[9].last == out + "/merge-job.yaml" && calls[11].last == out + "/fetch-pod.yaml")
-        #expect(calls[13].suffix(2) == ["wsload-echo-token-v2-fetch:/data/Echo_Token.v2-merged.json", out + "/Echo_Token.v2-merged.json"])
+        #expect(calls[8].last == out + "/job.yaml" && calls[10].last == out + "/merge-job.yaml" && calls[12].last == out + "/fetch-pod.yaml")
+        #expect(calls[14].suffix(2) == ["wsload-echo-token-v2-fetch:/data/Echo_Token.v2-merged.json", out + "/Echo_Token.v2-merged.json"])
         #expect(FileManager.default.fileExists(atPath: out + "/Echo_Token.v2-merged.json"))
         #expect(run.output.contains("merged report: \(out)/Echo_Token.v2-merged.json\n"))
         #expect(!scratch.wasInjected)
     }
 
-    @Test("apply.sh stops at a failed shard (no merge), an earlier run's objects, or a missing Secret")
+    @Test("apply.sh stops at a failed shard (no merge), an earlier run's objects, a missing Secret, or a cluster that drops backoffLimitPerIndex")
     func applyFailures() async throws {
         let scratch = try DistributeScratch()
         let out = try await generate(scratch)
         try writeKubectl(scratch)
         for (mode, message) in [("failed", "job/wsload-echo-token-v2 failed (failed indexes: 2)"),
                                 ("exists", "job/wsload-echo-token-v2 exists (an earlier run)"),
-                                ("nosecret", "the Secret wsload-echo-token-v2-token is missing")] {
+                                ("nosecret", "the Secret wsload-echo-token-v2-token is missing"),
+                                ("old", "the cluster drops the Job's backoffLimitPerIndex: it needs Kubernetes 1.29 or later")] {
             try? FileManager.default.removeItem(atPath: scratch.file("record"))  // a fresh record for each mode; none yet is fine
             let run = try await runScript(["sh", out + "/apply.sh"], environment: ["FAKE_MODE": mode], prependingPath: scratch.file("bin"))
             #expect(run.status == 1, "\(mode)")
             #expect(run.errors.contains(message), "\(mode): \(run.errors)")
             let created = (1...max(1, scratch.calls("kubectl"))).compactMap { try? scratch.recorded("kubectl", call: $0) }
-                .filter { $0.first == "create" }.compactMap(\.last)
+                .filter { $0.first == "create" && !$0.contains("--dry-run=server") }.compactMap(\.last)
             #expect(created == (mode == "failed" ? [out + "/job.yaml"] : []), "\(mode): \(created)")
+            let applied = (1...max(1, scratch.calls("kubectl"))).compactMap { try? scratch.recorded("kubectl", call: $0) }
+                .filter { $0.first == "apply" || $0.first == "patch" }
+            #expect(applied.isEmpty == (mode != "failed"), "\(mode): \(applied)")
         }
     }
 
@@ -275,6 +423,7 @@ struct DistributeKubernetesTests {
         let refused = await runDistribute(["distribute", "kubernetes", plain, "--shards", "2", "--out", scratch.file("o"),
                                            "--image", "w", "--reports-claim", "c", "--token-secret", "s"])
         #expect(refused.code == .usage && refused.error.contains("the profile reads no token from the environment"))
+        #expect(!FileManager.default.fileExists(atPath: scratch.file("o")), "a usage error creates no DIR")
         let withFile = try scratch.write("f.json", """
             {"version": 1, "name": "f", "target": "ws://127.0.0.1:9/", "duration": "5s",
              "auth": {"type": "bearer", "tokenFile": "secrets/token"},
@@ -298,7 +447,8 @@ struct DistributeKubernetesTests {
     }
 
     /// A kubectl stand-in: records every call and answers as a cluster would in `FAKE_MODE` (ok: everything completes;
-    /// failed: the shards' Job fails with index 2; exists: an earlier run's Job is there; nosecret: the Secret is not).
+    /// failed: the shards' Job fails with index 2; exists: an earlier run's Job is there; nosecret: the Secret is not;
+    /// old: the API server drops backoffLimitPerIndex, as 1.28 does).
     private func writeKubectl(_ scratch: DistributeScratch) throws {
         let recorder = try scratch.recorder("kubectl-record", key: "kubectl")
         try scratch.write("bin/kubectl", """
@@ -309,6 +459,7 @@ struct DistributeKubernetesTests {
                 "get job/"*) [ "$FAKE_MODE" = exists ] && exit 0; exit 1 ;;
                 "get pod/"*) exit 1 ;;
                 "get secret") [ "$FAKE_MODE" = nosecret ] && exit 1; exit 0 ;;
+                "create --dry-run=server") [ "$FAKE_MODE" = old ] || printf 0; exit 0 ;;
                 "get job")
                     case "$*" in
                         *failedIndexes*) echo 2 ;;

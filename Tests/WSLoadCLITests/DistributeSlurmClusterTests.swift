@@ -47,26 +47,88 @@ struct DistributeSlurmClusterTests {
             let state = scratch.root + "/slurm"
             let clock = ContinuousClock()
             let upStarted = clock.now
-            let up = try await runScript(["bash", Self.clusterScript, "up", state], deadline: .seconds(90))
-            let upTime = clock.now - upStarted
+            var upTime = Duration.zero
             var failure: (any Error)?
+            // Processes of jobs still running when the test ends (on purpose, or because it failed): `down` must end them.
+            var running: [(pid: pid_t, what: String)] = []
             do {
+                // Inside the do: a failing or hanging `up` still gets its `down`.
+                let up = try await runScript(["bash", Self.clusterScript, "up", state], deadline: .seconds(90))
+                upTime = clock.now - upStarted
                 #expect(up.status == 0, "slurm-cluster.sh up: \(up.errors)")
-                if up.status == 0 { try await run(in: scratch, slurmConf: state + "/slurm.conf", upTime: upTime) }
+                if up.status == 0 {
+                    let server = try await ServeChild(["--duration", "600s"])
+                    defer { server.child.stop() }
+                    try await run(in: scratch, slurmConf: state + "/slurm.conf", server: server, upTime: upTime)
+                    running = try await leaveRunning(in: scratch, slurmConf: state + "/slurm.conf", server: server)
+                }
             } catch {
                 failure = error
             }
             let downStarted = clock.now
-            let down = try await runScript(["bash", Self.clusterScript, "down", state], deadline: .seconds(90))
+            let down = try await runScript(["bash", Self.clusterScript, "down", state], deadline: .seconds(120))
             #expect(down.status == 0, "slurm-cluster.sh down: \(down.errors)")
-            print("slurm cluster: up \(upTime), down \(clock.now - downStarted)")
+            // Gone, or a zombie (ended: nothing reaps orphans in a sandbox whose PID 1 is not init).
+            let alive = running.filter { process in
+                guard let stat = try? String(contentsOfFile: "/proc/\(process.pid)/stat", encoding: .utf8) else { return false }
+                return stat.split(separator: ")").last?.split(separator: " ").first != "Z"
+            }
+            #expect(alive.isEmpty, "slurm-cluster.sh down left the jobs' processes running: \(alive)")
+            print("slurm cluster: up \(upTime), down \(clock.now - downStarted) (ending \(running.count) processes of running jobs)")
             if let failure { throw failure }
         }
     }
 
-    private func run(in scratch: DistributeScratch, slurmConf: String, upTime: Duration) async throws {
-        let server = try await ServeChild(["--duration", "600s"])
-        defer { server.child.stop() }
+    /// Submits a 2-shard, 120 s run and a job that ignores SIGTERM, waits until both run, and returns their processes
+    /// (`scontrol listpids` and each step's slurmstepd): what a test failing mid-run leaves for `down`.
+    private func leaveRunning(in scratch: DistributeScratch, slurmConf: String, server: ServeChild) async throws
+        -> [(pid: pid_t, what: String)]
+    {
+        let environment = ["SLURM_CONF": slurmConf]
+        let profile = try scratch.write("long.json", """
+            {"version": 1, "name": "long", "target": "embedded", "duration": "120s",
+             "scenarios": [{"name": "echo", "pattern": "echo", "connections": 2, "schedule": {"model": "closed", "thinkTime": "500ms"}}]}
+            """)
+        let out = scratch.file("long")
+        let distributed = try await runScript([wsloadExecutable, "distribute", "slurm", profile, "--shards", "2", "--out", out,
+                                               "--target", server.url, "--lead", "1s"])
+        #expect(distributed.status == 0, "\(distributed.errors)")
+        let submit = try await runScript(["sh", out + "/submit.sh"], environment: environment)
+        #expect(submit.status == 0, "\(submit.output) \(submit.errors)")
+        let stubborn = try await runScript(["sbatch", "--parsable", "--output=/dev/null", "--chdir=/tmp", "--wrap",
+                                            "trap '' TERM; sleep 300"], environment: environment)
+        #expect(stubborn.status == 0, "\(stubborn.errors)")
+        // Three batch steps (two shards and the stubborn job) running on the node: each step's processes and its
+        // slurmstepd (the parent of the step's first task), polled until all three have shown up.
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        var processes: [(pid: pid_t, what: String)] = []
+        while clock.now < deadline {
+            let listed = try await runScript(["scontrol", "listpids"], environment: environment)
+            let pids = listed.output.split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").first.flatMap { pid_t($0) } }
+            processes = []
+            for pid in pids {
+                let command = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?
+                    .replacingOccurrences(of: "\0", with: " ") ?? "?"
+                processes.append((pid, command))
+                if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                    let parent = stat.split(separator: ")").last?.split(separator: " ").dropFirst().first.flatMap({ pid_t($0) }),
+                    (try? String(contentsOfFile: "/proc/\(parent)/comm", encoding: .utf8)) == "slurmstepd\n",
+                    !processes.contains(where: { $0.pid == parent })
+                {
+                    processes.append((parent, "slurmstepd"))
+                }
+            }
+            let isRunning = processes.contains { $0.what.contains("wsload") && $0.what.contains(" run ") }
+            if isRunning && processes.filter({ $0.what == "slurmstepd" }).count >= 3 { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(processes.contains { $0.what.contains("wsload") && $0.what.contains(" run ") }, "the shards run: \(processes)")
+        #expect(processes.filter { $0.what == "slurmstepd" }.count >= 3, "\(processes)")
+        return processes
+    }
+
+    private func run(in scratch: DistributeScratch, slurmConf: String, server: ServeChild, upTime: Duration) async throws {
         // Light on purpose (8 connections, 20 echoes a second each): the suite shares two cores with everything else.
         let profile = try scratch.write("echo-4.json", """
             {"version": 1, "name": "echo-4", "target": "embedded", "duration": "3s", "gracefulStop": "3s",

@@ -49,7 +49,7 @@ struct DistributeSlurmTests {
         let wsload = try scratch.recorder("wsload " + hostileName, key: "wsload")
         try scratch.recorder("sbatch", output: "10")
         var plan = hostilePlan(in: scratch)
-        try FileManager.default.createDirectory(atPath: plan.workingDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: plan.workingDirectory!, withIntermediateDirectories: true)
         plan.directory = try DistributeFiles.prepare(plan.directory).get()
         let options = SlurmScripts.Options(wsload: wsload, partition: "debug", sbatchOptions: ["--comment=a 'b' $(c)", "--exclusive"])
         #expect(DistributeFiles.write(SlurmScripts.files(plan, options), directories: ["reports", "logs"], into: plan.directory) == nil)
@@ -84,7 +84,7 @@ struct DistributeSlurmTests {
             "run", plan.profilePath, "--shard", "auto", "--shards", "4", "--start-at", "@\(dir)/launch-time+30s", "--quiet",
             "--target", plan.target!, "--out", "\(dir)/reports/echo-run_1.v2-shard3of4.json",
         ])
-        #expect(try scratch.recordedText("wsload", "pwd") == plan.workingDirectory)
+        #expect(try scratch.recordedText("wsload", "pwd") == plan.workingDirectory!)
         #expect(try scratch.recordedText("wsload", "nofile") == "4096")
 
         let merge = try await runScript(["sh", dir + "/merge.sbatch"])
@@ -92,6 +92,48 @@ struct DistributeSlurmTests {
         #expect(try scratch.recorded("wsload", call: 2) == [
             "merge", dir + "/reports", "--out", dir + "/echo-run_1.v2-merged.json",
         ])
+        #expect(!scratch.wasInjected)
+    }
+
+    @Test("wsload.sbatch enters the directory distribute ran in only for a profile with relative paths")
+    func workingDirectory() async throws {
+        let scratch = try DistributeScratch(name: slurmHostileName)
+        let wsload = try scratch.recorder("wsload")
+        let absolute = try scratch.write("absolute.json", profileText)
+        let relative = try scratch.write("relative.json", """
+            {"version": 1, "name": "rel", "target": "ws://127.0.0.1:9/", "duration": "5s",
+             "auth": {"type": "bearer", "tokenFile": "secrets/token"},
+             "scenarios": [{"name": "echo", "pattern": "echo", "connections": 2}]}
+            """)
+        // distribute runs in a directory only the login node has (its /tmp): it is gone when the shards run.
+        let local = scratch.file("login-node-only")
+        try FileManager.default.createDirectory(atPath: local, withIntermediateDirectories: false)
+        for (profile, out) in [(absolute, "abs"), (relative, "rel")] {
+            let run = try await runScript([wsloadExecutable, "distribute", "slurm", profile, "--shards", "2", "--out",
+                                           scratch.file(out), "--wsload", wsload, "--target", "ws://127.0.0.1:9/"], in: local)
+            #expect(run.status == 0, "\(run.errors)")
+            #expect(run.errors.contains("the profile names files by relative paths (secrets/token): the shards run in "
+                + local + ", which every node must see") == (out == "rel"), "\(run.errors)")
+        }
+        let shard = try await runScript(["sh", scratch.file("rel/wsload.sbatch")], environment: ["SLURM_ARRAY_TASK_ID": "0"],
+                                        in: scratch.path)
+        #expect(shard.status == 0, "\(shard.errors)")
+        #expect(try scratch.recordedText("wsload", "pwd") == local)
+        try FileManager.default.removeItem(atPath: local)
+
+        // No relative path: the task runs where Slurm put it (--chdir=DIR), whatever became of the login node's directory.
+        let plain = try await runScript(["sh", scratch.file("abs/wsload.sbatch")], environment: ["SLURM_ARRAY_TASK_ID": "1"],
+                                        in: scratch.file("abs"))
+        #expect(plain.status == 0, "\(plain.errors)")
+        #expect(try scratch.recordedText("wsload", "pwd", call: 2) == scratch.file("abs"))
+        #expect(!(try scratch.read("abs/wsload.sbatch")).contains("\ncd "))
+        // Relative paths: the task cannot run without that directory, and says which.
+        let lost = try await runScript(["sh", scratch.file("rel/wsload.sbatch")], environment: ["SLURM_ARRAY_TASK_ID": "0"],
+                                       in: scratch.path)
+        #expect(lost.status == 1)
+        #expect(lost.errors.contains("wsload.sbatch: cannot enter \(local), where the profile's relative paths start"),
+                "\(lost.errors)")
+        #expect(scratch.calls("wsload") == 2)
         #expect(!scratch.wasInjected)
     }
 
@@ -193,6 +235,15 @@ struct DistributeSlurmTests {
         (["P", "--shards", "4", "--out", "O", "--sbatch-option=-D/tmp"], "would replace the generated --chdir"),
         (["P", "--shards", "4", "--out", "O", "--sbatch-option=--time=10"], "(use wsload distribute's --time)"),
         (["P", "--shards", "4", "--out", "O", "--sbatch-option=--dependency=afterany:1"], "the generated --dependency"),
+        // Bundled short options, as sbatch's getopt reads them: -v then -J other, -a 0-9, -o /x.
+        (["P", "--shards", "4", "--out", "O", "--sbatch-option=-vJother"], "-vJother would replace the generated --job-name"),
+        (["P", "--shards", "4", "--out", "O", "--sbatch-option=-va0-9"], "-va0-9 would replace the generated --array"),
+        (["P", "--shards", "4", "--out", "O", "--sbatch-option=-Qvo/x"], "-Qvo/x would replace the generated --output"),
+        (["P", "--shards", "4", "--out", "O", "--sbatch-option=-A"], "-A: -A (--account) takes a value in the same word"),
+        (["P", "--shards", "4", "--out", "O", "--sbatch-option=--account"], "--account takes a value in the same word"),
+        (["P", "--shards", "4", "--out", "O", "--sbatch-option=-vf"], "-vf: sbatch has no option -f"),
+        (["P", "--shards", "4", "--out", "O", "--sbatch-option=--test-only"], "with --test-only sbatch submits no job"),
+        (["P", "--shards", "4", "--out", "O", "--sbatch-option=-vV"], "with --version sbatch submits no job"),
         (["P", "--shards", "4", "--out", "O", "--image", "x"], "unknown option '--image'"),
         (["P", "--shards", "4", "--out", "O\\x"], "--out: a backslash in the path turns off Slurm's %A/%a log names"),
     ])
@@ -208,6 +259,18 @@ struct DistributeSlurmTests {
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
+    @Test("a DIR that resolves (through a link) to a path with a backslash exits 64 before anything is created")
+    func backslashThroughLink() async throws {
+        let scratch = try DistributeScratch(hostile: false)
+        let profile = try scratch.write("echo.json", profileText)
+        try FileManager.default.createDirectory(atPath: scratch.file("back\\slash"), withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: scratch.file("link"), withDestinationPath: scratch.file("back\\slash"))
+        let result = await runDistribute(["distribute", "slurm", profile, "--shards", "2", "--out", scratch.file("link/runs/a")])
+        #expect(result.code == .usage)
+        #expect(result.error.contains("is \(scratch.file("back\\slash"))/runs/a: a backslash in the path"), "\(result.error)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.file("back\\slash")).isEmpty)
+    }
+
     @Test("an engine is required; a bad or missing profile exits 65 or 66 before DIR is made")
     func engineAndProfile() async throws {
         #expect(await runDistribute(["distribute"]).error.contains("missing engine: give slurm or kubernetes"))
@@ -220,7 +283,56 @@ struct DistributeSlurmTests {
         #expect(invalid.error.contains("problem"))
         let missing = await runDistribute(["distribute", "slurm", scratch.file("none.json"), "--shards", "2", "--out", scratch.file("o2")])
         #expect(missing.code == .noInput)
-        #expect(!FileManager.default.fileExists(atPath: scratch.file("o1")) && !FileManager.default.fileExists(atPath: scratch.file("o2")))
+        // A name starting with '.' would make every report a hidden file, which 'merge DIR' never reads.
+        let hidden = try scratch.write("hidden.json", echoProfile(name: ".smoke", duration: "5s"))
+        let dotted = await runDistribute(["distribute", "slurm", hidden, "--shards", "2", "--out", scratch.file("o3")])
+        #expect(dotted.code == .invalidInput)
+        #expect(dotted.error.contains("name: \".smoke\" starts with '.' (it names the report files, which would be hidden)"),
+                "\(dotted.error)")
+        for out in ["o1", "o2", "o3"] { #expect(!FileManager.default.fileExists(atPath: scratch.file(out)), "\(out)") }
+    }
+
+    @Test("accepted sbatch options: bundles parsed as sbatch does; --begin, --hold and --export without ALL are warned about")
+    func sbatchOptions() async throws {
+        #expect(try SlurmScripts.parse(option: "-vQAload").get() == [
+            .init(name: "verbose", value: nil), .init(name: "quiet", value: nil), .init(name: "account", value: "load")])
+        #expect(try SlurmScripts.parse(option: "--acc=x").get() == [.init(name: "account", value: "x")])
+        #expect(try SlurmScripts.parse(option: "--beg=now").get() == [.init(name: "begin", value: "now")])
+        let scratch = try DistributeScratch(hostile: false)
+        let profile = try scratch.write("echo.json", profileText)
+        let result = await runDistribute(["distribute", "slurm", profile, "--shards", "2", "--out", scratch.file("o"),
+                                          "--wsload", "/bin/true", "--sbatch-option=-vbnow+1hour", "--sbatch-option=--export=NONE",
+                                          "--sbatch-option=-H", "--sbatch-option=--export=ALL,X=1", "--sbatch-option=-Aload"])
+        #expect(result.code == .success, "\(result.error)")
+        #expect(result.error.contains("warning: --sbatch-option=-vbnow+1hour: the shards start at the launch time plus the "
+            + "lead; a job held past it by --begin starts late"), "\(result.error)")
+        #expect(result.error.contains("warning: --sbatch-option=--export=NONE: the jobs get only the variables named"))
+        #expect(result.error.contains("warning: --sbatch-option=-H: held jobs start when released"))
+        #expect(!result.error.contains("--export=ALL,X=1") && !result.error.contains("-Aload"), "\(result.error)")
+    }
+
+    @Test("the short-option table is the installed sbatch's: each letter takes a value, is a flag, or is no option")
+    func shortOptionTable() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sbatch") else {
+            Issue.record("slurm-wlm is not installed: scripts/install-dependencies.sh --test installs it")
+            return
+        }
+        // sbatch reads its options before it talks to any daemon: a configuration naming a controller is enough.
+        let scratch = try DistributeScratch(hostile: false)
+        let configuration = try scratch.write("slurm.conf", "ClusterName=probe\nSlurmctldHost=localhost\n")
+        for letter in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" {
+            let run = try await runScript(["sbatch", "-\(letter)"], environment: ["SLURM_CONF": configuration], deadline: .seconds(20))
+            let said = run.output + run.errors
+            let kind = said.contains("option requires an argument") ? "value" : said.contains("invalid option") ? "none" : "flag"
+            let table = SlurmScripts.shortOptionsWithValue[letter] != nil ? "value" : SlurmScripts.shortFlags[letter] != nil
+                ? "flag" : "none"
+            #expect(kind == table, "-\(letter): sbatch says \(kind) (\(said.prefix(80))), the table \(table)")
+        }
+        for flag in SlurmScripts.longFlags {
+            let run = try await runScript(["sbatch", "--" + flag], environment: ["SLURM_CONF": configuration], deadline: .seconds(20))
+            #expect(!(run.output + run.errors).contains("requires an argument"), "--\(flag)")
+            #expect(!(run.output + run.errors).contains("unrecognized option"), "--\(flag)")
+        }
     }
 
     @Test("time limits in Slurm's [days-]hours:minutes:seconds, rounded up")

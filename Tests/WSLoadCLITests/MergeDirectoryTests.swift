@@ -18,7 +18,7 @@ private actor ShardRun {
         let profile = try scratch.write("p.json", echoProfile(name: "sharded", duration: "1s", connections: 8))
         // A lead long enough for four debug binaries to come up on a busy box; a shard that came up later starts at
         // once and its lateBy says so (the skew figure then shows it).
-        let startAt = RFC3339Text.utc(Date().addingTimeInterval(6))
+        let startAt = RunReport.timestamp(Date().addingTimeInterval(6))
         let children = try (1...4).map { index in
             try WSLoadProcess(["run", profile, "--shard", "\(index)/4", "--loops", "1", "--start-at", startAt,
                                "--out", scratch.path("reports/shard-\(index).json"), "--quiet"])
@@ -133,7 +133,7 @@ struct MergeDirectoryTests {
 
         let fourth = try scratch.json("reports/shard-4.json")
         let original = try #require(fourth["run"]?["startAt"]?.stringValue)
-        let later = RFC3339Text.utc(Date(timeIntervalSince1970: try Self.seconds(.string(original)) + 1))
+        let later = RunReport.timestamp(Date(timeIntervalSince1970: try Self.seconds(.string(original)) + 1))
         try scratch.write("reports/shard-4.json", try Self.editingRun(fourth) { $0["startAt"] = .string(later) })
         let different = await merge(reports, "--out", scratch.path("merged.json"))
         #expect(different.code == .invalidInput)
@@ -156,6 +156,43 @@ struct MergeDirectoryTests {
         // The file form checks the same.
         let files = await merge(scratch.path("reports/shard-1.json"), scratch.path("reports/shard-4.json"))
         #expect(files.code == .invalidInput && files.error.contains("has no start time"), "\(files.error)")
+    }
+
+    @Test("a report that lies about its shard is refused (65): one slice's copy under another number, or the wrong share")
+    func lyingShard() async throws {
+        let scratch = try await shardDirectory()
+        let reports = scratch.path("reports")
+        // Shard 1's report copied as shard 4 with a run id of its own: without the check, slice 1 counts twice and the
+        // set looks complete.
+        let first = try scratch.json("reports/shard-1.json")
+        try scratch.write("reports/shard-4.json", try Self.editingRun(first) {
+            $0["shard"] = "4/4"
+            $0["id"] = "lie-0000"
+        })
+        let copied = await merge(reports, "--out", scratch.path("merged.json"))
+        #expect(copied.code == .invalidInput)
+        #expect(copied.error.contains("shard-4.json and ") && copied.error.contains("shard-1.json ran with the same seed (run.seed "),
+                "\(copied.error)")
+        #expect(copied.error.contains("): one slice's report under two shard numbers"), "\(copied.error)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("merged.json")))
+
+        // A report whose scenario holds another share than its shard's (8 connections: 2 each).
+        try FileManager.default.removeItem(atPath: scratch.path("reports/shard-4.json"))
+        try scratch.write("reports/shard-4.json", String(decoding: try await ShardRun.shared.files()["shard-4.json"]!, as: UTF8.self))
+        var third = try #require(try scratch.json("reports/shard-3.json").objectValue)
+        var scenarios = try #require(third["scenarios"]?.arrayValue)
+        var scenario = try #require(scenarios[0].objectValue)
+        scenario["connections"] = 3
+        scenarios[0] = .object(scenario)
+        third["scenarios"] = .array(scenarios)
+        try scratch.write("reports/shard-3.json", JSONValue.object(third).formatted())
+        let share = await merge(reports)
+        #expect(share.code == .invalidInput)
+        #expect(share.error.contains("shard-3.json says it is shard 3/4, whose share of scenario \"echo\"'s 8 connections is 2, "
+            + "but it ran 3: not that shard's report"), "\(share.error)")
+        // Unedited, the four merge (the checks refuse only the lie).
+        try scratch.write("reports/shard-3.json", String(decoding: try await ShardRun.shared.files()["shard-3.json"]!, as: UTF8.self))
+        #expect(await merge(reports).code == .success)
     }
 
     @Test("a merged report in DIR and JSON that is not a report are skipped with a note; the sums stay")
@@ -182,6 +219,17 @@ struct MergeDirectoryTests {
             #expect(Self.count(remerged, metric) == Self.count(merged, metric), "\(metric) counted once")
         }
         #expect(remerged["run"]?["startSkew"] == merged["run"]?["startSkew"])
+    }
+
+    @Test("run.mergedFrom: null is a report of one run, as the reader takes it: merged, not skipped")
+    func nullMergedFrom() async throws {
+        let scratch = try await shardDirectory()
+        let fourth = try scratch.json("reports/shard-4.json")
+        try scratch.write("reports/shard-4.json", try Self.editingRun(fourth) { $0["mergedFrom"] = .null })
+        let result = await merge(scratch.path("reports"), "--out", scratch.path("merged.json"))
+        #expect(result.code == .success, "\(result.error)")
+        #expect(!result.error.contains("is a merged report"), "\(result.error)")
+        #expect(try scratch.json("merged.json")["run"]?["mergedFrom"]?.arrayValue?.count == 4)
     }
 
     @Test("what should be a report and is not: cut-off JSON, another schema version, a FIFO; an empty DIR; mixed arguments")
@@ -225,10 +273,10 @@ struct MergeDirectoryTests {
         var loaded: [LoadedReport] = []
         for index in 1...4 {
             let document = try scratch.json("reports/shard-\(index).json")
-            let start = RFC3339Text.utc(Date(timeIntervalSince1970: base + offsets[index - 1]))
+            let start = RunReport.timestamp(Date(timeIntervalSince1970: base + offsets[index - 1]))
             let text = try Self.editingRun(document) {
                 $0["start"] = .string(start)
-                $0["startAt"] = .string(RFC3339Text.utc(Date(timeIntervalSince1970: base)))
+                $0["startAt"] = .string(RunReport.timestamp(Date(timeIntervalSince1970: base)))
                 $0["lateBy"] = .number(offsets[index - 1])
             }
             loaded.append(try LoadedReport(document: try JSONValue(parsing: text), source: "shard-\(index).json"))

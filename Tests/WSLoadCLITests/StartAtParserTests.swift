@@ -128,6 +128,13 @@ struct StartAtParserTests {
         #expect(try resolve("@" + odd + "+10s").get().time == at(10))
         let lead = try #require(failure("@" + launch + "+25h"))
         #expect(lead.exitCode == .usage && lead.description.contains("24 h"), "a lead past 24 h ahead: \(lead)")
+        // A mistyped lead is named as the lead (64), not taken for part of a file name that is then missing (66).
+        for bad in ["-5s", "5", ".5x", "30 s", "1d"] {
+            let refused = try #require(failure("@" + scratch.path("nonl") + "+" + bad), "\(bad)")
+            #expect(refused.exitCode == .usage, "\(bad): \(refused)")
+            #expect(refused.description.contains("the lead \"\(bad)\" is not a duration"), "\(bad): \(refused)")
+        }
+        #expect(failure("@" + scratch.path("nonl") + "+5s")?.exitCode == .noInput, "a good lead, a missing file: 66")
     }
 
     @Test("hostile files: missing, a directory, a FIFO, huge, sparse, empty, two lines, garbage, binary, far future, 1969")

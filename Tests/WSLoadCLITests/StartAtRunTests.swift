@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Reporting
 import Testing
 import TestSupport
 @testable import WSLoadCLI
@@ -11,7 +12,7 @@ import TestSupport
 @Suite("wsload run --start-at", .serialized, .timeLimit(.minutes(4)))
 struct StartAtRunTests {
     /// `date` as the report writes times: RFC 3339, UTC, milliseconds.
-    static func text(_ date: Date) -> String { RFC3339Text.utc(date) }
+    static func text(_ date: Date) -> String { RunReport.timestamp(date) }
 
     private static func seconds(_ text: String?) throws -> Double {
         let text = try #require(text)

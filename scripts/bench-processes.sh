@@ -60,8 +60,9 @@ if [[ $which == 36k || $which == all ]]; then
     cat >"$work/36k.json" <<'PROFILE'
 {"version": 1, "name": "bench-36k", "target": "embedded", "duration": "60s", "gracefulStop": "30s",
  "scenarios": [{"name": "echo", "pattern": "echo",
-                "stages": [{"target": 36000, "duration": "30s"}, {"target": 36000, "duration": "30s"}],
-                "message": {"size": 32}, "schedule": {"model": "closed", "thinkTime": "5s"}}]}
+                "stages": [{"target": 36000, "duration": "40s"}, {"target": 36000, "duration": "20s"}],
+                "message": {"size": 32}, "schedule": {"model": "closed", "thinkTime": "5s"},
+                "reconnect": {"initial": "1s", "max": "5s", "multiplier": 2, "jitter": "full", "maxAttempts": 5}}]}
 PROFILE
     start=$SECONDS
     "$wsload" run "$work/36k.json" --processes auto --out "$work/36k-report.json" --quiet 2>"$work/36k.err" &
@@ -70,7 +71,7 @@ PROFILE
     sampler=$!
     status=0; wait "$run" || status=$?
     wait "$sampler"
-    echo "exit $status after $((SECONDS - start)) s; $(grep -m1 'running' "$work/36k.err" || echo 'one process')"
+    echo "exit $status after $((SECONDS - start)) s; $(grep -m1 'running' "$work/36k.err" || echo "processes: $(grep -c '^shard' <"$work/36k.rss")")"
     figure "$work/36k-report.json" "'connections opened', m['ws.connections_opened']['count'], '| peak live', max(i['connections'] for i in r['intervals']), '| connect p99', m['ws.connect']['p99'], 'us | upgrade p99', m['ws.upgrade']['p99'], 'us | violations', sum(v['violations'] for v in r['invariants'].values()), '| errors', r.get('errors')"
     echo "peak RSS (kB):"; sed 's/^/  /' "$work/36k.rss"
     awk '/^shard/ {c += $NF} /^server/ {s += $NF} END {printf "per connection: clients %.1f KB, servers %.1f KB\n", c/36000, s/36000}' "$work/36k.rss"

@@ -96,7 +96,7 @@ struct ProcessFleet {
         let lead = 2.0 + 0.05 * Double(plan.children)
         let startAt = requested ?? Date(timeIntervalSince1970: ((Date().timeIntervalSince1970 + lead) * 1000).rounded() / 1000)
         outcome.startAt = startAt
-        let startText = RFC3339Text.utc(startAt)
+        let startText = RunReport.timestamp(startAt)
         for index in 0..<plan.servers {
             write(.start(millisecondsSince1970: Int64((startAt.timeIntervalSince1970 * 1000).rounded())), to: .server(index), controls)
         }

@@ -30,6 +30,12 @@ import TestSupport
         let child = try #require(Int32(line.split(separator: " ").last ?? ""))
         defer { if !isGone(child) { kill(child, SIGKILL) } }
         #expect(!isGone(child), "the child runs while its parent does")
+        // setpriv asks for the signal, then execs sleep: kill the parent only once the child is sleep (before, on a
+        // busy CPU, the parent could die while setpriv had not asked yet, and nothing would tie the child).
+        try await Deadline.waitUntil("pid \(child) to exec sleep through setpriv", timeout: .seconds(30),
+                                     interval: .milliseconds(20)) {
+            (try? String(contentsOfFile: "/proc/\(child)/comm", encoding: .utf8))?.hasPrefix("sleep") ?? false
+        }
         kill(parent.process.processIdentifier, SIGKILL)
         try await Deadline.waitUntil("sleep (pid \(child)) to die with its killed parent", timeout: .seconds(30),
                                      interval: .milliseconds(50)) { isGone(child) }

@@ -86,15 +86,17 @@ struct DistributeContainerfileTests {
         let scratch = try DistributeScratch(hostile: false)
         chmod(scratch.path, 0o777)
         let profile = try scratch.write("fds.json", echoProfile(name: "fds", duration: "1s", connections: 150, gracefulStop: "2s"))
-        func runAsUser(nofile: String, report: String) async throws -> ScriptRun {
+        func runAsUser(nofile: String, report: String, _ extra: [String] = []) async throws -> ScriptRun {
             try await runScript(["setpriv", "--reuid=\(user)", "--regid=\(user)", "--clear-groups", "prlimit", "--nofile=" + nofile,
-                                 wsloadExecutable, "run", profile, "--quiet", "--out", scratch.file(report)], in: scratch.path)
+                                 wsloadExecutable, "run", profile, "--quiet", "--out", scratch.file(report)] + extra,
+                                in: scratch.path)
         }
         let raised = try await runAsUser(nofile: "256:4096", report: "raised.json")
         #expect(raised.status == 0, "\(raised.errors)")
         #expect(FileManager.default.fileExists(atPath: scratch.file("raised.json")))
-        // The same run where the hard limit is 256 too: the profile does need the raise.
-        let capped = try await runAsUser(nofile: "256:256", report: "capped.json")
+        // The same run in one process where the hard limit is 256 too: the profile does need the raise. (Without
+        // --processes 1 the run would split itself over processes that fit, as a profile too big for the limit does.)
+        let capped = try await runAsUser(nofile: "256:256", report: "capped.json", ["--processes", "1"])
         #expect(capped.status != 0 && capped.errors.contains("may open 256 files"), "\(capped.status) \(capped.errors)")
     }
 

@@ -211,10 +211,10 @@ enum RunCommand: Subcommand {
         let intervalLog = result.intervalLog?.file.map {
             URL(fileURLWithPath: reportPath).deletingLastPathComponent().appendingPathComponent($0).path
         }
-        if exit == .success,
-            writeExports(of: result, toolVersion: WSLoad.version, options: options, output: output, intervalLog: intervalLog) == nil
+        if exit == .success, let failure = writeExports(of: result, toolVersion: WSLoad.version, options: options,
+                                                        output: output, intervalLog: intervalLog).failure
         {
-            exit = .ioError
+            exit = failure
         }
         if exit == .success, let junit = options.value("junit"), !writeJUnit(of: result, to: junit, output: output) {
             exit = .ioError

@@ -95,7 +95,7 @@ package struct HTMLTimeline: Sendable {
 
     /// Percentile `percentile` of histogram `name` per bucket (nil where the bucket has no samples).
     package func percentile(_ name: String, _ percentile: Double) -> [(x: Double, y: Double?)] {
-        buckets.map { bucket in (bucket.x, bucket.value(name, atPercentile: percentile).map(Double.init)) }
+        buckets.map { bucket in (bucket.x, bucket.value(name, atPercentile: percentile).map { Double($0) }) }
     }
 
     /// `count(counts)` per second of each bucket (its counters, disconnects and errors).

@@ -83,7 +83,8 @@ struct RunHTMLTests {
         for (index, bucket) in timeline.buckets.enumerated() {
             var expected = MetricSet()
             for member in intervals[(index * 4)..<(index * 4 + 4)] { try expected.add(try member.metrics) }
-            #expect(try bucketMetrics(bucket) == expected)
+            // Decoded blobs keep each slot, not the exact extremes: compared as the report writes them.
+            #expect(try bucketMetrics(bucket).json(seconds: 1, operations: 0) == expected.json(seconds: 1, operations: 0))
             #expect(bucket.start == .seconds(index * 4) && bucket.end == .seconds(index * 4 + 4))
             #expect(bucket.liveConnections == (index * 4 + 3) % 7)
             #expect(bucket.peakConnections == (index * 4..<index * 4 + 4).map { $0 % 7 }.max())
@@ -95,7 +96,8 @@ struct RunHTMLTests {
         #expect(timeline.label(4) == "0–4s" && timeline.label(1000) == "16m36s–16m40s")
         // Few intervals are drawn as they are.
         let short = try HTMLTimeline(Array(intervals.prefix(15)))
-        #expect(try short.factor == 1 && short.buckets.count == 15 && bucketMetrics(short.buckets[3]) == intervals[3].metrics)
+        #expect(try short.factor == 1 && short.buckets.count == 15
+                && bucketMetrics(short.buckets[3]).json(seconds: 1, operations: 0) == intervals[3].metrics.json(seconds: 1, operations: 0))
         #expect(try HTMLTimeline([]).buckets.isEmpty)
     }
 

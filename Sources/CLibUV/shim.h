@@ -33,4 +33,12 @@ static inline int wsload_enter_network_namespace(const char *path) {
     return status == 0 ? 0 : -saved;
 }
 
+#include <spawn.h>
+
+// A GNU extension (glibc 2.34) that the Glibc module does not declare: the child closes every descriptor from
+// `from` up, so a spawned process holds exactly the descriptors its file actions give it.
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+// pipe2(2) with O_CLOEXEC, likewise undeclared: a pipe no concurrently spawned child can inherit.
+extern int pipe2(int fds[2], int flags);
+
 #endif

@@ -2,7 +2,8 @@ import HTTP1
 import Runtime
 
 /// Where `--metrics` or `--dashboard` listens: `PORT` (loopback), `HOST:PORT` or `[IPV6]:PORT`, the host a numeric
-/// address or `localhost`. Port 0 picks a free port (the bound one is printed).
+/// address or `localhost`; an IPv6 address may carry a zone (`[fe80::1%eth0]:9464`, by interface name or index).
+/// Port 0 picks a free port (the bound one is printed).
 package struct LiveAddress: Sendable, Hashable, CustomStringConvertible {
     /// A numeric IPv4 or IPv6 address (`localhost` becomes `127.0.0.1`).
     package var host: String
@@ -44,6 +45,15 @@ package struct LiveAddress: Sendable, Hashable, CustomStringConvertible {
             throw failure("the port in \(shown) is not a number from 0 to 65535")
         }
         let host = hostText == "localhost" ? "127.0.0.1" : String(hostText)
+        if let percent = hostText.firstIndex(of: "%") {
+            // A zone (RFC 4007 §11) is kept as the scope id the socket binds with; an unknown one is refused here,
+            // not dropped (a link-local address without its interface does not bind).
+            let zone = String(hostText[hostText.index(after: percent)...])
+            guard hostText.contains(":"), SocketAddress.interfaceIndex(zone) != nil else {
+                throw failure("\"\(TerminalText.printable(zone, limit: 40))\" in \(shown) is not a network interface of this "
+                    + "machine (a zone is an interface name such as lo, or its index)")
+            }
+        }
         // Numeric only: no DNS, so the address bound is exactly the one the user typed.
         guard let address = try? SocketAddress(ip: host, port: port) else {
             throw failure("\"\(TerminalText.printable(String(hostText), limit: 80))\" is not a numeric IPv4 or IPv6 address "
@@ -52,8 +62,8 @@ package struct LiveAddress: Sendable, Hashable, CustomStringConvertible {
         self.init(host: address.ip, port: UInt16(port))
     }
 
-    /// Whether the host is in 127.0.0.0/8 or is ::1.
-    package var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
+    /// Whether the host is in 127.0.0.0/8 or is ::1 (with a zone or without).
+    package var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" || host.hasPrefix("::1%") }
 
     /// `127.0.0.1:9464`, `[::1]:9464`.
     package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }

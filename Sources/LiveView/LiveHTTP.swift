@@ -56,18 +56,25 @@ struct LiveConnection {
                 await answerAndClose(status: 400, "a GET or HEAD request has no body\n")
                 return
             }
-            guard request.target.hasPrefix("/") else {
-                await answerAndClose(status: 400, "the request target is not a path\n")
+            // RFC 9112 §3.2: a request with more than one Host field line gets a 400.
+            guard request.headers.count(of: "Host") <= 1 else {
+                await answerAndClose(status: 400, "more than one Host header\n")
                 return
             }
-            if let host = request.headers["Host"], !LiveHTTP.isAcceptableHost(host, boundAddress: core.boundAddress) {
+            guard let parsedTarget = LiveHTTP.requestTarget(request.target) else {
+                await answerAndClose(status: 400, "the request target is not a path or an http:// URL\n")
+                return
+            }
+            // RFC 9112 §3.2.2: an absolute-form target's authority stands for Host (which is then ignored).
+            if let host = parsedTarget.authority ?? request.headers["Host"],
+                !LiveHTTP.isAcceptableHost(host, boundAddress: core.boundAddress) {
                 // A page elsewhere that rebinds its DNS name to 127.0.0.1 must not read a loopback endpoint.
                 await answerAndClose(status: 421, "this server answers for \(core.boundAddress) only\n")
                 return
             }
             let isHead = request.method == "HEAD"
             let isClosing = request.version == "HTTP/1.0" || request.headers.listContains("Connection", token: "close")
-            let target = request.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            let target = parsedTarget.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
             let liveRequest = LiveRequest(method: request.method, path: String(target[0]),
                                           query: target.count > 1 ? String(target[1]) : nil, accept: request.headers["Accept"])
             switch core.handler(liveRequest) {
@@ -282,6 +289,23 @@ enum LiveHTTP {
         case 503: "Service Unavailable"
         default: "Status"
         }
+    }
+
+    /// The origin-form (`/path?query`) of a request target and, for the absolute form (`http://host:port/path`,
+    /// which RFC 9112 §3.2.2 says a server MUST accept), its authority; nil for any other form (`*`, an authority,
+    /// another scheme, userinfo, an empty host, a fragment).
+    static func requestTarget(_ target: String) -> (path: String, authority: String?)? {
+        if target.hasPrefix("/") { return (target, nil) }
+        guard target.utf8.count > 7, target.prefix(7).lowercased() == "http://" else { return nil }
+        let rest = target.dropFirst(7)
+        let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let authority = rest[..<end]
+        // RFC 9110 §4.2.4: userinfo is deprecated in http URIs and a recipient should treat it as an error.
+        guard !authority.isEmpty, !authority.hasPrefix(":"), !authority.contains("@"), !rest.contains("#") else {
+            return nil
+        }
+        let path = rest[end...]
+        return (path.hasPrefix("/") ? String(path) : "/" + path, String(authority))
     }
 
     /// Whether a request's `Host` names this server: any host when it listens beyond loopback (clients reach it by

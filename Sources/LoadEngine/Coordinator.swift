@@ -106,7 +106,7 @@ struct Coordinator {
         guard let chaos else { return }
         for index in indices {
             let event = profile.chaos[index]
-            let eventSeed = seed &+ UInt64(index) &* 0x9E37_79B9
+            let eventSeed = ChaosEvent.seed(run: seed, index: index)
             let log = chaosLog
             connections.addTask {
                 let firedAt = max(elapsed, runStart.duration(to: LoopClock().now))

@@ -118,7 +118,7 @@ extension FlowRun {
     /// A message no expect takes: counted under its `classify` type.
     func countPushed(_ message: inout ParsedMessage, event: String? = nil) {
         if let event, flow.scenario.classify.isEmpty {
-            recorder.flowPushedEvents[event, default: 0] &+= 1
+            recorder.countPushedEvent(event)
             return
         }
         var scope = state

@@ -13,6 +13,8 @@ final class FlowPlan: Sendable {
     let pushedTypes: [String]
     /// For each `classify` entry, its slot in ``pushedTypes``.
     let classifySlots: [Int]
+    /// socketio events no `on` takes (no `classify` there): the names counted by name, bounded per run.
+    let pushedEvents: PushedEventNames
     let feeders: FeederTables
     /// Which row of each feeder a connection binds.
     let binding: FeederBinding
@@ -33,9 +35,10 @@ final class FlowPlan: Sendable {
                 types.append(entry.type)
             }
         }
-        types.append("other")
+        types.append(MetricFamily.flowPushedOther)
         pushedTypes = types
         classifySlots = slots
+        pushedEvents = PushedEventNames(scenario)
         feeders = profile.feederTables
         binding = FeederBinding(profile: profile)
         self.scenarioIndex = scenarioIndex

@@ -1,5 +1,6 @@
 import Clients
 import Crypto
+import FileInput
 import Foundation
 import HTTP1
 import Histogram
@@ -33,6 +34,16 @@ package struct RunProgress: Sendable {
     package var scenarios: [ScenarioProgress] = []
     /// Every invariant check and violation so far (cumulative).
     package var invariants = InvariantReport()
+}
+
+extension RunProgress {
+    /// A progress assembled outside the engine (`wsload run --processes` sums its children's): the memberwise
+    /// initializer is internal.
+    package static func assembled(elapsed: Duration, duration: Duration, liveConnections: Int, targetConnections: Int,
+                                  recent: MetricSet, recentSeconds: Double, total: MetricSet, isStopping: Bool) -> RunProgress {
+        RunProgress(elapsed: elapsed, duration: duration, liveConnections: liveConnections, targetConnections: targetConnections,
+                    recent: recent, recentSeconds: recentSeconds, total: total, isStopping: isStopping)
+    }
 }
 
 /// One scenario's share of a ``RunProgress``.
@@ -138,12 +149,9 @@ package struct LoadRun: Sendable {
         var random = SeededRandomNumberGenerator(seed: seed)
         let token = try resolveToken()
         let loopCount = profile.loops ?? EventLoopGroup.defaultLoopCount
-        let neededFiles = profile.scenarios.reduce(0) { total, scenario in
-            let perSlot = scenario.transfer.map { $0.connectionsPerTransfer ?? $0.segments } ?? 1
-            return total + scenario.websocket.connections * perSlot
-        } * (target.isInProcess ? 2 : 1)
+        let neededFiles = OpenFileBudget.sockets(for: profile, serverInProcess: target.isInProcess)
         let openFiles = ResourceLimits.raiseOpenFileLimit()
-        if neededFiles + 64 > openFiles {
+        if !OpenFileBudget.fits(neededFiles, limit: openFiles) {
             throw LoadRunError(description: "the profile needs about \(neededFiles) sockets but this process may open "
                 + "\(openFiles) files; lower the connections or split the run into shards")
         }
@@ -233,23 +241,15 @@ package struct LoadRun: Sendable {
             }
             return token
         case .file(let path):
-            // Sized before it is read, and read at most one byte past the cap: a huge file (or /dev/zero) is
-            // refused without being loaded.
+            // A regular file of at most the cap (UntrustedFile): a FIFO or /dev/zero is refused, never waited on or read.
             let cap = 64 * 1024
             let bytes: [UInt8]
-            do {
-                let file = try DataFile.open(path, mode: .read)
-                defer { file.close() }
-                guard try file.size() <= Int64(cap) else {
-                    throw LoadRunError(description: "auth.tokenFile: \(path) is larger than 64 KiB")
-                }
-                var buffer: [UInt8] = []
-                try file.read(into: &buffer, count: cap + 1, at: 0)
-                bytes = buffer
-            } catch let error as LoadRunError {
-                throw error
+            do throws(UntrustedFile.Failure) {
+                bytes = try UntrustedFile.read(path, cap: cap)
+            } catch where error.isTooLarge {
+                throw LoadRunError(description: "auth.tokenFile: \(path) is larger than 64 KiB")
             } catch {
-                throw LoadRunError(description: "auth.tokenFile: cannot read \(path): \(error)")
+                throw LoadRunError(description: "auth.tokenFile: cannot read \(path): \(error.reason)")
             }
             let data = Data(bytes)
             guard data.count <= cap, let text = String(data: data, encoding: .utf8) else {

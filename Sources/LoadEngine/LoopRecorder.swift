@@ -56,8 +56,11 @@ final class LoopRecorder: @unchecked Sendable {
     /// Per ``FlowPlan/pushedTypes`` slot (the classify types, then `other`).
     let flowPushedTypes: [String]
     var flowPushed: [UInt64]
-    /// socketio events outside an `on`, by event name, when the scenario has no `classify`.
+    /// socketio events outside an `on`, by event name, when the scenario has no `classify` (bounded names:
+    /// ``countPushedEvent(_:)``).
     var flowPushedEvents: [String: UInt64] = [:]
+    private let pushedEventNames: PushedEventNames?
+    private var pushedEventCache: PushedEventNames.Cache
     var flowSkipped: UInt64 = 0
     var flowCompleted: UInt64 = 0
     var flowIterations: UInt64 = 0
@@ -70,6 +73,14 @@ final class LoopRecorder: @unchecked Sendable {
         flowStepErrors = flowStepNames.map { _ in 0 }
         flowPushedTypes = flow?.pushedTypes ?? []
         flowPushed = flowPushedTypes.map { _ in 0 }
+        pushedEventNames = flow?.pushedEvents
+        pushedEventCache = flow?.pushedEvents.makeCache() ?? PushedEventNames.Cache(names: [])
+    }
+
+    /// A socketio event no `on` took: counted by its name while the run's bound allows, else as `other`.
+    func countPushedEvent(_ event: String) {
+        let tag = pushedEventNames?.tag(for: event, cache: &pushedEventCache) ?? MetricFamily.flowPushedOther
+        flowPushedEvents[tag, default: 0] &+= 1
     }
 
     /// A flow step failed: its code in `errors`, and the step's own counter when it has a name.

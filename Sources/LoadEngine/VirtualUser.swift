@@ -193,8 +193,35 @@ struct VirtualUser {
         return advance(.start)
     }
 
+    /// What an attempt to open a connection came to.
+    private enum Opening {
+        /// Open and checked: drive it.
+        case opened(WebSocketManager)
+        /// Not to be driven (the connect failed, or a fault seam left it undriven): the lifecycle's next action.
+        case ended(ConnectionLifecycle.Action)
+    }
+
     /// Connect attempt `attempt`; on success drives the connection until it ends. Returns the lifecycle's next action.
+    ///
+    /// Opening, driving and accounting for the end are three functions, none inlined here: a task keeps every slab
+    /// its deepest frames ever needed, and the opening and closing frames are large (about 6 KB together, measured
+    /// with heaptrack), so they must not sit under the frames that wait out the connection's whole life. Kept apart,
+    /// the driving frames reuse the slab the opening frame left behind.
     private mutating func connectAndDrive(attempt: Int, downSince: inout LoopClock.Instant?) async -> ConnectionLifecycle.Action {
+        switch await open(attempt: attempt, downSince: &downSince) {
+        case .ended(let action):
+            return action
+        case .opened(let manager):
+            recorder.liveConnections += 1
+            let ending = await drive(manager)
+            recorder.liveConnections -= 1
+            return await accountForEnd(of: manager, ending: ending, downSince: &downSince)
+        }
+    }
+
+    /// Connect attempt `attempt`: the connect, the handshake checks and the handshake's figures.
+    @inline(never)
+    private mutating func open(attempt: Int, downSince: inout LoopClock.Instant?) async -> Opening {
         let isReconnect = downSince != nil
         if isReconnect { reconnectsSinceSuccess += 1 }
         ledger.checkConnectAttempt(isStopped: latch.isStopped(id), reconnect: isReconnect ? reconnectsSinceSuccess : nil,
@@ -202,7 +229,7 @@ struct VirtualUser {
         var url = plan.url
         var configuration = plan.configuration
         if let flow = plan.flow, let flowState {
-            guard flowHandshake(flow, state: flowState, url: &url, configuration: &configuration) else { return .none }
+            guard flowHandshake(flow, state: flowState, url: &url, configuration: &configuration) else { return .ended(.none) }
         }
         let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
         recorder.connectAttempts += 1
@@ -215,7 +242,7 @@ struct VirtualUser {
             recorder.recordError(error.code)
             history.note("connect failed: \(error.code.rawValue)")
             if downSince == nil { downSince = clock.now }
-            return advance(.connectFailed)
+            return .ended(advance(.connectFailed))
         }
         let isOpen = await manager.state == .open
         let timings = await manager.handshakeTimings
@@ -233,7 +260,7 @@ struct VirtualUser {
         openedCount += 1
         let faults = plan.faults.reconnect
         if faults?.connectsAgain(afterOpening: openedCount) == true {
-            return forgetLifecycle()  // a fault: this connection stays open, undriven, until the actor ends
+            return .ended(forgetLifecycle())  // a fault: this connection stays open, undriven, until the actor ends
         }
         hasConnectedSinceBackoff = true
         if let timings {
@@ -248,9 +275,14 @@ struct VirtualUser {
         // A fault seam may hide the success from the lifecycle, so its attempts run on.
         if faults?.tellsLifecycleOfSuccess() ?? true { _ = advance(.connected) }
         recorder.connectionsOpened += 1
-        recorder.liveConnections += 1
-        let ending = await drive(manager)
-        recorder.liveConnections -= 1
+        return .opened(manager)
+    }
+
+    /// A driven connection has ended: its close outcome, the checks on it, and the lifecycle's next action.
+    @inline(never)
+    private mutating func accountForEnd(
+        of manager: WebSocketManager, ending: Ending, downSince: inout LoopClock.Instant?
+    ) async -> ConnectionLifecycle.Action {
         _ = await pruneClosedConnections()
         let closeCode = await manager.closeCode
         let closeReason = await manager.closeReason
@@ -265,6 +297,7 @@ struct VirtualUser {
                          "a message was delivered after the connection ended")
         }
         history.note("disconnected \(closeCode.map { String($0.rawValue) } ?? "-") (\(ending))")
+        let faults = plan.faults.reconnect
         if ending == .stopped, faults?.connectsAgainAfterStop(earlier: connectsAfterStop) == true {
             connectsAfterStop += 1
             return forgetLifecycle()  // a fault: connect again after the run stopped this actor
@@ -359,6 +392,7 @@ struct VirtualUser {
     }
 
     /// Runs the pattern on an open connection until it ends; closes it gracefully when stopped.
+    @inline(never)
     private mutating func drive(_ manager: WebSocketManager) async -> Ending {
         if let flow = plan.flow, let flowState { return await driveFlow(manager, flow: flow, state: flowState) }
         let connection = ConnectionRun(

@@ -33,3 +33,9 @@ extension ServerChaosAction {
         }
     }
 }
+
+extension ChaosEvent {
+    /// The seed the `index`-th event of a run seeded `runSeed` draws its connections with: the same for the
+    /// coordinator that fires it in process and a server process that runs the timeline itself (`--processes`).
+    package static func seed(run runSeed: UInt64, index: Int) -> UInt64 { runSeed &+ UInt64(index) &* 0x9E37_79B9 }
+}

@@ -30,8 +30,14 @@ package enum FeederLoader {
     /// The largest feeder file (64 MiB): read whole, once per run.
     package static let maximumFileSize = FeederTable.maximumFileSize
 
+    /// What `read` throws for a file over ``maximumFileSize`` (refused as bad data, exit 65, not as unreadable).
+    package struct FileTooLarge: Error {
+        package init() {}
+    }
+
     /// - Parameter read: reads a file (a path as the profile gives it) with at most
-    ///   `FeederTable.maximumFileSize + 1` bytes; a thrown error means the file is missing or unreadable.
+    ///   `FeederTable.maximumFileSize + 1` bytes, or throws ``FileTooLarge``; any other thrown error means the
+    ///   file is missing or unreadable.
     package static func load(_ profile: Profile, read: (String) throws -> [UInt8]) -> Result<FeederTables, FeederLoadError> {
         var problems: [FeederLoadError.Problem] = []
         var tables: [String: FeederTable] = [:]
@@ -40,6 +46,11 @@ package enum FeederLoader {
             let bytes: [UInt8]
             do {
                 bytes = try read(source.file)
+            } catch is FileTooLarge {
+                bytes = []
+                problems.append(.init(path: path, message: "\(source.file) is larger than \(FeederTable.maximumFileSize >> 20) MiB",
+                                      isUnreadable: false))
+                continue
             } catch {
                 problems.append(.init(path: path, message: "cannot read \(source.file): \(error)", isUnreadable: true))
                 continue

@@ -240,6 +240,10 @@ extension MetricFamily {
         prefix: "flow.pushed.", tag: "type", kind: .counter, area: .websocket,
         summary: "messages that arrived outside any expect, by the type classify names (other: none matched)",
         condition: "flow scenarios whose server sends unasked", notThresholdable: nil)
+    /// The `flow.pushed` type of a message no classifier matched, and of a socketio event not counted by its name.
+    package static let flowPushedOther = "other"
+    /// How many distinct socketio event names a scenario counts by name in a run, besides those its `on` steps name.
+    package static let flowPushedDistinctLimit = 64
 }
 
 /// The metrics a report has, declared once, in the order reports, summaries and thresholds list them.

@@ -56,11 +56,21 @@ package struct JUnitReport: Sendable, Equatable {
         self.suites = suites
     }
 
-    /// A run: suite `thresholds`, one case per threshold (class `wsload.<profile>.thresholds`), and suite
-    /// `invariants`, one case per invariant checked or violated (class `wsload.<profile>.invariants`), each timed by
-    /// the run and stamped with its start.
-    package static func run(_ result: RunResult) -> JUnitReport {
+    /// A run: suite `run`, one case `run` (class `wsload.<profile>.run`) that fails when the run did not complete —
+    /// interrupted, no connection ever opened, or one of `problems` (what went wrong after it: the report or an export
+    /// not written) — so CI sees red whatever the thresholds say; suite `thresholds`, one case per threshold (class
+    /// `wsload.<profile>.thresholds`); and suite `invariants`, one case per invariant checked or violated (class
+    /// `wsload.<profile>.invariants`); each timed by the run and stamped with its start.
+    package static func run(_ result: RunResult, problems: [String] = []) -> JUnitReport {
         let profile = result.profile.name
+        var failures: [String] = []
+        if let signal = result.interruptedBy { failures.append("interrupted by \(signal)") }
+        if let failure = noConnection(result) { failures.append("no connection: \(failure)") }
+        failures += problems
+        let run = TestCase(
+            name: "run", className: "wsload.\(profile).run",
+            outcome: failures.first.map { .failed(message: $0, type: "run", details: failures.joined(separator: "\n")) } ?? .passed,
+            output: failures.isEmpty ? "completed after \(seconds(result.elapsed.seconds)) s" : nil)
         let thresholds = result.thresholds.map { outcome in
             let name = outcome.threshold.expression
             let className = "wsload.\(profile).thresholds"
@@ -90,9 +100,27 @@ package struct JUnitReport: Sendable, Equatable {
         }
         let seconds = result.elapsed.seconds
         return JUnitReport(name: "wsload run \(profile)", suites: [
+            TestSuite(name: "run", timestamp: result.startedAt, seconds: seconds, cases: [run]),
             TestSuite(name: "thresholds", timestamp: result.startedAt, seconds: seconds, cases: thresholds),
             TestSuite(name: "invariants", timestamp: result.startedAt, seconds: seconds, cases: invariants),
         ])
+    }
+
+    /// A run that could not run or finish (no result: `wsload run` exited 1, 70 or 130 before a report): suite `run`
+    /// with its one case failing with `reason`, stamped `at`.
+    package static func failedRun(profile: String, at timestamp: Date, reason: String) -> JUnitReport {
+        let run = TestCase(name: "run", className: "wsload.\(profile).run",
+                           outcome: .failed(message: reason, type: "run", details: reason))
+        return JUnitReport(name: "wsload run \(profile)", suites: [TestSuite(name: "run", timestamp: timestamp, seconds: 0, cases: [run])])
+    }
+
+    /// Why a run counts as having had no connection — every one of its connection attempts failed (`wsload run`
+    /// exits 1) — or nil: `none of 3 connection attempts succeeded (connect 3)`.
+    package static func noConnection(_ result: RunResult) -> String? {
+        let attempts = result.total.counter(.connectAttempts)
+        guard attempts > 0, result.total.counter(.connectionsOpened) == 0 else { return nil }
+        let codes = result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return "none of \(attempts) connection attempts succeeded (\(codes))"
     }
 
     /// A comparison: suite `budgets`, one case per budget (class `wsload.<profile>.budgets`, the head's profile):

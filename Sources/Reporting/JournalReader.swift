@@ -1,3 +1,4 @@
+import FileInput
 import Foundation
 import JSON
 import Profile
@@ -7,7 +8,8 @@ import Profile
 /// interval log a completed run kept) streams. `wsload report --recover` (``JournalRecovery``) and `--hlog` read it.
 ///
 /// The header comes first (``readHeader()``), then the intervals in order (``nextInterval(budget:)``): each numbered
-/// from 0, starting where the one before ended. A torn last line (no line end: the run was killed while writing it)
+/// from 0, starting where the one before ended; a run that completed ends with its end record (``end``), after which
+/// nothing may follow. A torn last line (no line end: the run was killed while writing it)
 /// ends the journal with a warning naming its byte offset; any other bad line is an error naming its line and offset.
 package struct JournalReader {
     /// The header record: everything a report holds that is not an interval's.
@@ -20,6 +22,8 @@ package struct JournalReader {
         package var toolVersion: String
         package var commit: String?
         package var runID: String?
+        /// `run.startAt` and `run.lateBy` (`--start-at`); nil without one, and in journals from before the header had it.
+        package var scheduledStart: RunResult.ScheduledStart?
     }
 
     /// One interval record: the run-wide interval, the same interval per scenario (the header's order), and the
@@ -43,6 +47,8 @@ package struct JournalReader {
     /// What was ignored (a torn last record), for the user.
     package private(set) var warnings: [String] = []
     package private(set) var header: Header?
+    /// The end record, once read: the journal of a run that completed (it is the last record).
+    package private(set) var end: JournalEndRecord?
     private var lines: JournalLines
     private var nextIndex = 0
     private var previousEnd = Duration.zero
@@ -50,34 +56,21 @@ package struct JournalReader {
     /// Opens the journal at `path`; an oversized one is refused by its size before any of it is read.
     /// - Throws: ``JournalFormatError`` (unreadable: a missing file, a directory).
     package init(contentsOf path: String) throws(JournalFormatError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw JournalFormatError(source: path, reason: isDirectory.boolValue ? "is a directory" : "no such file or not readable",
-                                     isUnreadable: true)
+        // A FIFO or a device put where a journal should be is refused before anything waits on it or reads it.
+        let descriptor: Int32
+        let size: Int
+        do throws(UntrustedFile.Failure) {
+            (descriptor, size) = try UntrustedFile.open(path)
+        } catch {
+            throw JournalFormatError(source: path, reason: error.reason, isUnreadable: true)
         }
-        // O_NONBLOCK: opening a FIFO (or a device) put where a journal should be must not wait for a writer; the
-        // regular-file check below then refuses it. Reads of a regular file never block, whatever the flag.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            throw JournalFormatError(source: path, reason: "no such file or not readable", isUnreadable: true)
-        }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            let reason = String(cString: strerror(errno))
+        guard size <= RunJournal.maximumSize else {
             _ = Glibc.close(descriptor)
-            throw JournalFormatError(source: path, reason: "cannot be read (\(reason))", isUnreadable: true)
-        }
-        guard status.st_mode & S_IFMT == S_IFREG else {
-            _ = Glibc.close(descriptor)
-            throw JournalFormatError(source: path, reason: "not a regular file", isUnreadable: true)
-        }
-        guard status.st_size <= RunJournal.maximumSize else {
-            _ = Glibc.close(descriptor)
-            throw JournalFormatError(source: path, reason: "\(status.st_size) bytes: larger than the journal cap of "
+            throw JournalFormatError(source: path, reason: "\(size) bytes: larger than the journal cap of "
                 + RunJournal.capDescription)
         }
         source = path
-        size = Int(status.st_size)
+        self.size = size
         lines = JournalLines(descriptor: descriptor, source: path)
     }
 
@@ -120,6 +113,17 @@ package struct JournalReader {
         case .line(let bytes, let place):
             let record = try Self.parse(bytes, at: place, source: source)
             let source = self.source
+            let fail = { JournalFormatError(source: source, line: place.line, offset: place.offset, reason: $0) }
+            guard end == nil else { throw fail("a record after the end record (the journal ends there)") }
+            if record["record"]?.stringValue == "end" {
+                let end = try JournalEndRecord(record, header: header, budget: &budget, fail: fail)
+                guard end.intervals == nextIndex else {
+                    throw fail("intervals: the end record counts \(end.intervals) intervals, the journal holds \(nextIndex)")
+                }
+                self.end = end
+                // Whatever follows is read (and refused) by the next call: the end record ends the intervals.
+                return try nextInterval(budget: &budget)
+            }
             let interval = try Self.interval(
                 record, index: nextIndex, header: header, previousEnd: previousEnd, budget: &budget,
                 fail: { JournalFormatError(source: source, line: place.line, offset: place.offset, reason: $0) })
@@ -185,8 +189,14 @@ package struct JournalReader {
             guard let text = id.stringValue, !text.isEmpty, text.utf8.count <= 100 else { throw fail("run.id: expected a run id") }
             runID = text
         }
+        let scheduledStart: RunResult.ScheduledStart?
+        do {
+            scheduledStart = try LoadedReport.start(in: run, source: "header").0
+        } catch {
+            throw fail("\(error.path.dropFirst("header: ".count)): \(error.reason)")
+        }
         return Header(profile: profile, seed: seed, shard: shard, loops: loops, startedAt: startedAt, toolVersion: toolVersion,
-                      commit: record["tool"]?["commit"]?.stringValue, runID: runID)
+                      commit: record["tool"]?["commit"]?.stringValue, runID: runID, scheduledStart: scheduledStart)
     }
 
     /// The longest span an interval bound may name (about 31 years): keeps every conversion to milliseconds exact.

@@ -18,8 +18,9 @@ package struct JournalFormatError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// A run journal (`wsload.journal/1`, written by ``RunJournal``) read back as the report of its run, marked
-/// incomplete: a bounded series of the journal's intervals (``IntervalSeries``, `report.maxIntervals` of the journaled
+/// A run journal (`wsload.journal/1`, written by ``RunJournal``) read back as the report of its run: complete when the
+/// journal ends with its end record (``JournalEndRecord``: the run completed; its totals, invariants and end are the
+/// report's), otherwise marked incomplete. Either way a bounded series of the journal's intervals (``IntervalSeries``, `report.maxIntervals` of the journaled
 /// profile: downsampled when the journal holds more), and totals (run-wide and per scenario) that are the exact sum of
 /// every interval (histograms merged slot by slot). The journal streams through ``JournalReader``, one record at a
 /// time: memory is the series and the totals, whatever the journal's size. A torn last line — the run was killed while
@@ -109,16 +110,27 @@ package struct JournalRecovery: Sendable {
             }
         }
         let elapsed = series.entries.last?.end ?? .zero
+        // A journal with its end record is a run that completed: its report, whole. Without, what the intervals hold.
+        let end = reader.end
+        if let end {
+            total = end.total
+            scenarioTotals = end.scenarios
+            invariants = end.invariants
+        }
+        // The interval log is not named here: it is a file beside the report the recovery writes (the CLI keeps it
+        // there and names it, ``RunResult/IntervalLog/file``), not the journal's name wherever that is.
         result = RunResult(
             profile: header.profile, seed: header.seed, loops: header.loops, startedAt: header.startedAt,
-            endedAt: header.startedAt.addingTimeInterval(elapsed.seconds), elapsed: elapsed, interruptedBy: nil,
-            abortedBy: nil,
+            endedAt: end?.endedAt ?? header.startedAt.addingTimeInterval(elapsed.seconds), elapsed: end?.elapsed ?? elapsed,
+            interruptedBy: end?.interruptedBy, abortedBy: end?.abortedBy,
             scenarios: header.profile.scenarios.indices.map { .init(scenario: header.profile.scenarios[$0], metrics: scenarioTotals[$0]) },
             total: total, intervals: series.entries,
-            intervalLog: series.log(baseSeconds: header.profile.report.interval.seconds, file: series.isDownsampled ? name : nil),
-            unfinishedConnections: 0, liveHandlesAfterStop: 0, waitingTasksAfterStop: 0,
-            shard: header.shard, mergedFrom: [], invariants: invariants, chaos: [], reconnectStorm: nil, scheduledStart: nil)
-        result.recoveredFrom = name
+            intervalLog: series.log(baseSeconds: header.profile.report.interval.seconds, file: nil),
+            unfinishedConnections: end?.unfinishedConnections ?? 0, liveHandlesAfterStop: end?.liveHandlesAfterStop ?? 0,
+            waitingTasksAfterStop: end?.waitingTasksAfterStop ?? 0,
+            shard: header.shard, mergedFrom: [], invariants: invariants, chaos: end?.chaos ?? [],
+            reconnectStorm: end?.reconnectStorm, scheduledStart: header.scheduledStart)
+        if end == nil { result.recoveredFrom = name }
         if let id = header.runID { result.runID = id }  // the run's own id: merge refuses it beside the run's report
         toolVersion = header.toolVersion
         commit = header.commit

@@ -173,9 +173,12 @@ package struct HistogramDecodeBudget: Sendable {
 package struct ReportFormatError: Error, Sendable, CustomStringConvertible {
     package var path: String
     package var reason: String
-    package init(path: String, reason: String) {
+    /// The file could not be read at all (missing, a directory, a FIFO: exit 66), rather than read and found bad.
+    package var isUnreadable: Bool
+    package init(path: String, reason: String, isUnreadable: Bool = false) {
         self.path = path
         self.reason = reason
+        self.isUnreadable = isUnreadable
     }
     package var description: String { "\(path): \(reason)" }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import FileInput
 import Foundation
 import JSON
 import Profile
@@ -29,22 +30,17 @@ package struct LoadedReport: Sendable {
     /// budget to every read, so many crafted files cannot add up to more than one budget's memory.
     /// - Throws: ``ReportFormatError`` with the JSON path (or `file`) at fault.
     package init(contentsOf path: String, budget: inout HistogramDecodeBudget) throws(ReportFormatError) {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw ReportFormatError(path: path, reason: FileManager.default.fileExists(atPath: path) ? "cannot be read" : "no such file")
-        }
-        defer { try? handle.close() }  // read-only: closing cannot lose data
-        let data: Data
-        do {
-            data = try handle.read(upToCount: Self.maximumSize + 1) ?? Data()
+        let bytes: [UInt8]
+        do throws(UntrustedFile.Failure) {
+            bytes = try UntrustedFile.read(path, cap: Self.maximumSize)
         } catch {
-            throw ReportFormatError(path: path, reason: "cannot be read (\(error.localizedDescription))")
-        }
-        guard data.count <= Self.maximumSize else {
-            throw ReportFormatError(path: path, reason: "larger than \(Self.maximumSize >> 20) MiB")
+            // Too large is bad content; anything else (missing, a FIFO, a directory) is an unreadable file.
+            throw ReportFormatError(path: path, reason: error.isTooLarge ? "larger than \(Self.maximumSize >> 20) MiB" : error.reason,
+                                    isUnreadable: !error.isTooLarge)
         }
         let document: JSONValue
         do {
-            document = try JSONValue(parsing: Array(data))
+            document = try JSONValue(parsing: bytes)
         } catch {
             throw ReportFormatError(path: path, reason: "not valid JSON: \(error)")
         }
@@ -172,6 +168,12 @@ package struct LoadedReport: Sendable {
         if run["incomplete"]?.boolValue == true { result.recoveredFrom = run["recoveredFrom"]?.stringValue ?? "a run journal" }
         result.runID = runID
         result.mergedRunIDs = mergedRunIDs
+        for (index, entry) in (run["missingShards"]?.arrayValue ?? []).enumerated() {
+            guard let text = entry.stringValue, let missing = Shard(parsing: text) else {
+                throw reader.error("run.missingShards[\(index)]", "expected a shard such as 2/4")
+            }
+            result.missingShards.append(missing)
+        }
     }
 
     /// The runs this report counts, for merge's duplicate check: its merged ids, else its own id, else
@@ -253,7 +255,9 @@ private struct FieldReader {
         default:
             throw error(path + ".file", "expected a file name or null")
         }
-        return RunResult.IntervalLog(file: file, count: count, baseSeconds: base, factor: factor)
+        var log = RunResult.IntervalLog(file: file, count: count, baseSeconds: base, factor: factor)
+        log.fileMissing = value["fileMissing"]?.stringValue  // shown, never opened
+        return log
     }
 
     /// An optional non-negative integer (nil when absent or not an integer, as before); a negative one is refused.

@@ -38,11 +38,14 @@ package final class RunJournal: Sendable {
         var intervalCount = 0
         var size = 0
         var isClosed = false
+        var isFinished = false
     }
 
     private let state = Mutex(State())
     private let toolVersion: String
     private let commit: String?
+    /// The start the run was given (`--start-at`), written in the header with how late the run began.
+    private let startAt: Date?
     private let reportPath: @Sendable (Date) -> String
     /// The run's id, chosen before it starts: written in the header, so the report of the finished run and a report
     /// recovered from its journal carry the same `run.id` (merge then refuses both together).
@@ -53,11 +56,13 @@ package final class RunJournal: Sendable {
     /// - Parameters:
     ///   - reportPath: where the run's report will be written, given the run's start time (the default report name
     ///     holds it); the journal is that path + ``suffix``.
+    ///   - startAt: the start the run was given (`--start-at`), if any: the header records it as `run.startAt`.
     ///   - onProblem: called once, outside the journal's lock, with the first problem (journaling then stops).
-    package init(toolVersion: String, commit: String?, reportPath: @escaping @Sendable (Date) -> String,
+    package init(toolVersion: String, commit: String?, startAt: Date? = nil, reportPath: @escaping @Sendable (Date) -> String,
                  onProblem: (@Sendable (String) -> Void)? = nil) {
         self.toolVersion = toolVersion
         self.commit = commit
+        self.startAt = startAt
         self.reportPath = reportPath
         self.onProblem = onProblem
     }
@@ -88,7 +93,8 @@ package final class RunJournal: Sendable {
         let path = Self.path(forReport: report)
         let header = Self.headerRecord(
             profile: profile, seed: seed, shard: shard, loops: loops, startedAt: startedAt, report: report,
-            toolVersion: toolVersion, commit: commit, runID: runID)
+            toolVersion: toolVersion, commit: commit, runID: runID,
+            scheduledStart: startAt.map { .init(at: $0, lateBy: startedAt.timeIntervalSince($0)) })
         locked { state in
             guard state.descriptor < 0, !state.isClosed else { return }
             do {
@@ -113,11 +119,25 @@ package final class RunJournal: Sendable {
     /// scenario, histograms lossless) and the invariant checks made during it.
     package func append(_ interval: RunResult.Interval, scenarios: [(name: String, metrics: MetricSet)], invariants: InvariantReport) {
         locked { state in
-            guard state.descriptor >= 0 else { return }
+            guard state.descriptor >= 0, !state.isFinished else { return }
             let record = Self.intervalRecord(interval, index: state.intervalCount, scenarios: scenarios, invariants: invariants)
             if Self.write(record, into: &state) { state.intervalCount += 1 }
         }
     }
+
+    /// Appends the end record of a run that completed (its report is about to be written): what the report holds
+    /// that no interval does — the end, the totals with what was counted after the last interval, the invariants
+    /// with the checks after the stop, the leak counts, the chaos records and the reconnect storm. A journal with it
+    /// is whole: recovered, it is the run's complete report (``JournalRecovery``). Nothing is appended after it.
+    package func finish(_ result: RunResult) {
+        locked { state in
+            guard state.descriptor >= 0 else { return }
+            if Self.write(JournalEndRecord.json(result, intervals: state.intervalCount), into: &state) { state.isFinished = true }
+        }
+    }
+
+    /// Whether the end record was written (``finish(_:)``).
+    package var isFinished: Bool { state.withLock { $0.isFinished } }
 
     /// Closes the journal and keeps it (the report could not be written: the journal is all there is).
     package func close() {
@@ -145,9 +165,8 @@ package final class RunJournal: Sendable {
             state.descriptor = -1
             state.isClosed = true
             guard let path = state.path else { return nil }
-            let first = Self.intervalLogPath(forReport: reportPath)
-            let stem = String(first.dropLast(Self.intervalLogSuffix.count))
-            for candidate in [first] + (2...9).map({ "\(stem)-\($0)\(Self.intervalLogSuffix)" }) {
+            let candidates = Self.intervalLogCandidates(forReport: reportPath)
+            for candidate in candidates {
                 if link(path, candidate) == 0 {
                     _ = unlink(path)
                     state.path = candidate
@@ -155,7 +174,7 @@ package final class RunJournal: Sendable {
                 }
                 guard errno == EEXIST else { return (path, "cannot link \(candidate): \(String(cString: strerror(errno)))") }
             }
-            return (path, "\(first) and the nine names after it exist")
+            return (path, "\(candidates[0]) and the \(candidates.count - 1) names after it exist")
         }
     }
 
@@ -212,7 +231,8 @@ package final class RunJournal: Sendable {
 
     /// The first line: everything a report holds that is not an interval's.
     static func headerRecord(profile: Profile, seed: UInt64, shard: Shard?, loops: Int, startedAt: Date, report: String,
-                             toolVersion: String, commit: String?, runID: String) -> JSONValue {
+                             toolVersion: String, commit: String?, runID: String,
+                             scheduledStart: RunResult.ScheduledStart? = nil) -> JSONValue {
         let document = RunReport.sanitizedProfile(profile.document)
         let digest = Crypto.hex(Crypto.sha256(Array(document.formatted(pretty: false).utf8)))
         var run: JSONObject = [
@@ -220,6 +240,7 @@ package final class RunJournal: Sendable {
             "seed": .string(String(seed)), "loops": JSONValue(loops), "id": .string(runID),
         ]
         if let shard { run["shard"] = .string(shard.description) }
+        for field in RunReport.startFields(scheduledStart: scheduledStart, startSkew: nil) { run[field.key] = field.value }
         return [
             "record": "header", "schema": .string(schema),
             "tool": ["name": "wsload", "version": .string(toolVersion), "commit": JSONValue(commit)],

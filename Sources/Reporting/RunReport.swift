@@ -70,6 +70,7 @@ package enum RunReport {
         if let id = result.runID { run["id"] = .string(id) }
         if !result.mergedFrom.isEmpty { run["mergedFrom"] = .array(result.mergedFrom.map { .string($0) }) }
         if !result.mergedRunIDs.isEmpty { run["mergedRunIds"] = .array(result.mergedRunIDs.map { .string($0) }) }
+        if !result.missingShards.isEmpty { run["missingShards"] = .array(result.missingShards.map { .string($0.description) }) }
         report["run"] = .object(run)
         report["scenarios"] = .array(result.scenarios.map { scenario in
             let websocket = scenario.scenario.websocket
@@ -142,8 +143,10 @@ package enum RunReport {
     /// `intervalSeries`: the base interval, how many base intervals each entry of `intervals` merges (a power of two),
     /// how many there were, and the file beside the report holding every one (null when `intervals` is all of them).
     static func intervalSeries(_ log: RunResult.IntervalLog) -> JSONValue {
-        ["baseSeconds": .number(log.baseSeconds), "factor": JSONValue(log.factor), "count": JSONValue(log.count),
-         "file": JSONValue(log.file)]
+        var series: JSONObject = ["baseSeconds": .number(log.baseSeconds), "factor": JSONValue(log.factor),
+                                  "count": JSONValue(log.count), "file": JSONValue(log.file)]
+        if let why = log.fileMissing { series["fileMissing"] = .string(why) }  // a merge that could not merge the logs
+        return .object(series)
     }
 
     /// Replies received per request scheduled (open model) or sent (closed model).
@@ -237,38 +240,5 @@ package enum RunReport {
     private static func writeError(_ what: String) -> CocoaError {
         let reason = String(cString: strerror(errno))
         return CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(what): \(reason)"])
-    }
-
-    /// The commit of the git checkout around the working directory, read from `.git` without running git.
-    /// A file that cannot be read means no commit is known (the report then writes `null`): hence the `try?`s.
-    package static func gitCommit(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
-        var url = URL(fileURLWithPath: directory)
-        for _ in 0..<32 {
-            let git = url.appendingPathComponent(".git")
-            // Best effort: a report outside a git checkout (or with an unreadable .git) just has no commit.
-            if let head = try? String(contentsOf: git.appendingPathComponent("HEAD"), encoding: .utf8) {
-                let line = head.trimmingCharacters(in: .whitespacesAndNewlines)
-                guard line.hasPrefix("ref: ") else { return isCommit(line) ? line : nil }
-                let ref = String(line.dropFirst(5))
-                if let commit = try? String(contentsOf: git.appendingPathComponent(ref), encoding: .utf8) {  // loose ref missing: try packed-refs
-                    let trimmed = commit.trimmingCharacters(in: .whitespacesAndNewlines)
-                    return isCommit(trimmed) ? trimmed : nil
-                }
-                let packed = (try? String(contentsOf: git.appendingPathComponent("packed-refs"), encoding: .utf8)) ?? ""  // no packed refs: no commit
-                for entry in packed.split(separator: "\n") where entry.hasSuffix(" " + ref) {
-                    let commit = String(entry.prefix { $0 != " " })
-                    return isCommit(commit) ? commit : nil
-                }
-                return nil
-            }
-            let parent = url.deletingLastPathComponent()
-            if parent.path == url.path { return nil }
-            url = parent
-        }
-        return nil
-    }
-
-    private static func isCommit(_ text: String) -> Bool {
-        text.count == 40 && text.allSatisfy(\.isHexDigit)
     }
 }

@@ -16,6 +16,9 @@ package struct RunResult: Sendable {
         package var baseSeconds: Double
         /// Base intervals per entry: a power of two, 1 when nothing was merged (only the last entry may cover fewer).
         package var factor: Int
+        /// Why ``file`` is nil although the series is downsampled (`intervalSeries.fileMissing`: a merge whose inputs
+        /// do not all have their logs); nil otherwise.
+        package var fileMissing: String? = nil
 
         package init(file: String?, count: Int, baseSeconds: Double, factor: Int) {
             self.file = file
@@ -98,6 +101,9 @@ package struct RunResult: Sendable {
     /// For a merged result: the ids of every run it adds up (`run.mergedRunIds`; an id-less report counts as
     /// `sha256:` of its document).
     package var mergedRunIDs: [String] = []
+    /// For a merged result: the shards of the split that were not there (`run.missingShards`; `wsload run --processes`
+    /// merges what it got when a child died).
+    package var missingShards: [Shard] = []
 
     /// A fresh run id: 16 random bytes as lowercase hex.
     package static func newRunID() -> String { Crypto.hex(Crypto.randomBytes(16)) }

@@ -24,12 +24,17 @@ extension RunReport {
     /// The `run` section's start fields: `startAt` (RFC 3339, ms), `lateBy` and `startSkew` (seconds, ms precision),
     /// each only when the result has it.
     static func startFields(of result: RunResult) -> [(key: String, value: JSONValue)] {
+        startFields(scheduledStart: result.scheduledStart, startSkew: result.startSkew)
+    }
+
+    /// The start fields of a report's `run` section or a run journal's header.
+    static func startFields(scheduledStart: RunResult.ScheduledStart?, startSkew: Double?) -> [(key: String, value: JSONValue)] {
         var fields: [(key: String, value: JSONValue)] = []
-        if let start = result.scheduledStart {
+        if let start = scheduledStart {
             fields.append(("startAt", .string(timestamp(start.at))))
             fields.append(("lateBy", .number(millisecondPrecision(start.lateBy))))
         }
-        if let skew = result.startSkew { fields.append(("startSkew", .number(millisecondPrecision(skew)))) }
+        if let skew = startSkew { fields.append(("startSkew", .number(millisecondPrecision(skew)))) }
         return fields
     }
 

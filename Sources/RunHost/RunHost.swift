@@ -13,13 +13,20 @@ import WebSocket
 /// never the server.
 package struct RunHost: Sendable {
     package var run: LoadRun
+    /// Where the embedded server of an `embedded` profile already runs, in a process of its own (`wsload run
+    /// --processes` starts it, and it runs the chaos timeline itself): the run connects there and starts none.
+    package var embeddedServer: WebSocketURL?
 
-    package init(_ run: LoadRun) { self.run = run }
+    package init(_ run: LoadRun, embeddedServer: WebSocketURL? = nil) {
+        self.run = run
+        self.embeddedServer = embeddedServer
+    }
 
     /// Runs the load. - Throws: ``LoadRunError`` when the embedded server cannot start, or whatever
     /// ``LoadRun/run()`` throws.
     package func run() async throws -> RunResult {
         guard run.profile.target == .embedded else { return try await run.run() }
+        if let embeddedServer { return try await run.run(target: RunTarget(url: embeddedServer)) }
         let servers: EventLoopGroup
         let server: EmbeddedServer
         let url: WebSocketURL

@@ -1,4 +1,5 @@
 import CLibUV
+import FileInput
 import Glibc
 
 /// A regular file read and written at explicit offsets, for transfers.
@@ -10,13 +11,14 @@ import Glibc
 public final class DataFile: @unchecked Sendable {
     /// How ``open(_:mode:)`` opens the file.
     public enum Mode: Sendable {
+        /// Read only, a regular file only (``UntrustedFile``: a FIFO, device or directory is refused, never waited on).
         case read
         /// Read and write; create it (with the given permissions, 0644 by default) if missing; keep existing contents.
         case readWrite
         /// Create a new, empty file; fail if the path exists (temporary files never clobber anything).
         case createNew
-        /// Read only, refusing a symbolic link as the last component (`O_NOFOLLOW`: ELOOP), for serving files
-        /// from a directory without following links out of it; check ``status()`` of what was opened.
+        /// Read only, a regular file only, refusing a symbolic link as the last component (`O_NOFOLLOW`), for
+        /// serving files from a directory without following links out of it.
         case readNoFollow
         /// Read and write an existing file, refusing a symbolic link as the last component (`O_NOFOLLOW`: ELOOP):
         /// for reopening a file this process created where another could have swapped in a link.
@@ -40,12 +42,17 @@ public final class DataFile: @unchecked Sendable {
     ///   file holding secrets (a session journal keeps signed URLs and resume data).
     public static func open(_ path: String, mode: Mode, permissions: mode_t = 0o644) throws(RuntimeError) -> DataFile {
         _ = ignoreFileSizeSignal
-        let flags: Int32 = switch mode {
-        case .read: O_RDONLY
-        case .readWrite: O_RDWR | O_CREAT
-        case .createNew: O_RDWR | O_CREAT | O_EXCL
-        case .readNoFollow: O_RDONLY | O_NOFOLLOW | O_NONBLOCK
-        case .updateNoFollow: O_RDWR | O_NOFOLLOW
+        let flags: Int32
+        switch mode {
+        case .read, .readNoFollow:
+            do throws(UntrustedFile.Failure) {
+                return DataFile(path: path, descriptor: try UntrustedFile.open(path, followsLinks: mode == .read).descriptor)
+            } catch {
+                throw RuntimeError(error)
+            }
+        case .readWrite: flags = O_RDWR | O_CREAT
+        case .createNew: flags = O_RDWR | O_CREAT | O_EXCL
+        case .updateNoFollow: flags = O_RDWR | O_NOFOLLOW
         }
         let descriptor = Glibc.open(path, flags | O_CLOEXEC, permissions)
         guard descriptor >= 0 else { throw fileError(function: "open", path: path) }
@@ -150,6 +157,20 @@ public final class DataFile: @unchecked Sendable {
         var error = RuntimeError(uvStatus: -code, function: function)
         error.detail = "\(path): \(String(cString: strerror(code)))"
         return error
+    }
+}
+
+extension RuntimeError {
+    /// A refused untrusted file with the code transfers report (a FIFO or a directory: `invalid_argument`).
+    init(_ failure: UntrustedFile.Failure) {
+        let code: Code = switch failure.kind {
+        case .missing: .notFound
+        case .permissionDenied: .permissionDenied
+        case .notRegularFile, .symbolicLink: .invalidArgument
+        case .tooLarge: .fileTooLarge
+        case .unreadable: .io
+        }
+        self.init(code, function: "open", detail: failure.description)
     }
 }
 

@@ -8,13 +8,25 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     private(set) var storage: sockaddr_storage
 
-    /// Parses a numeric IPv4 (`127.0.0.1`) or IPv6 (`::1`, brackets optional) address; no DNS.
+    /// Parses a numeric IPv4 (`127.0.0.1`) or IPv6 (`::1`, brackets optional) address; no DNS. An IPv6 address may
+    /// carry a zone (`fe80::1%lo`, `fe80::1%2`, RFC 4007 §11): an interface of this machine, by name or index, kept
+    /// as the address's scope id (libuv's own parser would turn an unknown or numeric zone into no scope, silently).
     public init(ip: String, port: Int) throws(RuntimeError) {
         guard (0...65535).contains(port) else {
             throw RuntimeError(.invalidArgument, function: "SocketAddress", detail: "port \(port) is out of range")
         }
         var host = ip
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var scopeID: UInt32 = 0
+        if let percent = host.firstIndex(of: "%") {
+            let zone = String(host[host.index(after: percent)...])
+            guard host.contains(":"), let index = Self.interfaceIndex(zone) else {
+                throw RuntimeError(.invalidArgument, function: "SocketAddress",
+                                   detail: "\"\(ip)\": \"\(zone)\" is not a network interface of this machine")
+            }
+            scopeID = index
+            host = String(host[..<percent])
+        }
         storage = sockaddr_storage()
         let status = withUnsafeMutableBytes(of: &storage) { raw -> Int32 in
             if host.contains(":") {
@@ -27,6 +39,31 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         guard status == 0 else {
             throw RuntimeError(.invalidArgument, function: "SocketAddress", detail: "\"\(ip)\" is not an IP address")
         }
+        if scopeID != 0 {
+            withUnsafeMutableBytes(of: &storage) { raw in
+                raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self).pointee.sin6_scope_id = scopeID
+            }
+        }
+    }
+
+    /// The index of the network interface a zone names: a name (`lo`, `eth0`) or a decimal index, of an interface
+    /// that exists now; nil otherwise.
+    public static func interfaceIndex(_ zone: String) -> UInt32? {
+        let isPrintable = zone.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f && $0 != 0x2f }
+        guard !zone.isEmpty, zone.utf8.count < Int(IF_NAMESIZE), isPrintable else { return nil }
+        if zone.utf8.allSatisfy({ (48...57).contains($0) }) {
+            guard let index = UInt32(zone), index > 0 else { return nil }
+            var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE))
+            return if_indextoname(index, &name) != nil ? index : nil
+        }
+        let index = if_nametoindex(zone)
+        return index == 0 ? nil : index
+    }
+
+    /// The IPv6 scope id (an interface index; 0 when there is none, and always for IPv4).
+    public var scopeID: UInt32 {
+        guard family == .ipv6 else { return 0 }
+        return withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self).sin6_scope_id }
     }
 
     init(copying address: UnsafePointer<sockaddr>) {
@@ -60,7 +97,13 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
                 _ = uv_ip4_name(&address, &buffer, buffer.count)
             }
         }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let address = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let scope = scopeID
+        guard scope != 0 else { return address }
+        // The zone by name where the interface still has one, so `ip` parses back to the same scope.
+        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE))
+        guard if_indextoname(scope, &name) != nil else { return address + "%\(scope)" }
+        return address + "%" + String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The same address with another port.

@@ -148,47 +148,56 @@ public final class TLSConnection: ByteStream {
             return false
         }
         _ = ciphertext.withUnsafeBytes { BIO_write(input, $0.baseAddress, Int32($0.count)) }
+        // A bulk read may have handed over TCP's whole receive buffer: give a big one back, so a connection that
+        // goes idle after a burst stays small.
+        if ciphertext.capacity > Self.keptCiphertextCapacity { ciphertext = [] }
         return true
     }
 
+    /// The most ciphertext buffer a connection keeps between reads.
+    private static let keptCiphertextCapacity = 16 * 1024
+
+    /// Whether OpenSSL has bytes to work on without another TCP read: a record (or part of one) in its buffer, or
+    /// ciphertext in the input BIO.
+    private var hasBufferedInput: Bool { SSL_has_pending(ssl) == 1 || wsload_BIO_pending(input) > 0 }
+
+    /// Decrypts at most 16 KiB (one record) into `buffer`. Plaintext lands in the loop's scratch buffer and only
+    /// what was read is appended: growing `buffer` by 16 KiB for the call kept that much per parked reader (every
+    /// idle wss connection; heaptrack). With nothing buffered in OpenSSL or the input BIO, a read waits for
+    /// ciphertext first instead of making an `SSL_read` call that can only answer "want read".
     public func read(into buffer: inout [UInt8], maxBytes: Int) async throws -> Int {
         precondition(loop.inLoopThread, "TLSConnection.read must be called on \(loop)'s thread")
         if let readFailure { throw readFailure }
         let limit = min(maxBytes, 16 * 1024)
-        let start = buffer.count
-        resize(&buffer, to: start + limit)
+        var needsCiphertext = !hasBufferedInput
         while true {
+            if needsCiphertext {
+                // TLS 1.3 tickets and key updates may need an answer before more data comes.
+                try await flushOutput()
+                // At EOF OpenSSL reports the end (close_notify or not) on the SSL_read below.
+                _ = try await receiveCiphertext()
+                needsCiphertext = false
+            }
             ERR_clear_error()
-            let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress! + start, Int32(limit)) }
+            let scratch = loop.readScratch
+            let count = SSL_read(ssl, scratch.baseAddress, Int32(min(limit, scratch.count)))
             if count > 0 {
-                buffer.removeSubrange((start + Int(count))...)
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<Int(count)]))
                 return Int(count)
             }
             let error = SSL_get_error(ssl, count)
             switch error {
             case SSL_ERROR_WANT_READ:
-                // TLS 1.3 tickets and key updates may need an answer before more data comes.
-                try await flushOutput()
-                do {
-                    if try await receiveCiphertext() { continue }
-                } catch {
-                    buffer.removeSubrange(start...)
-                    throw error
-                }
-                // EOF without close_notify: OpenSSL reports it on the next SSL_read.
-                continue
+                needsCiphertext = true
             case SSL_ERROR_ZERO_RETURN:
-                buffer.removeSubrange(start...)
                 return 0
             case SSL_ERROR_SYSCALL where ERR_peek_error() == 0,
                  SSL_ERROR_SSL where isUnexpectedEOF():
                 // The peer closed TCP without close_notify: many servers do; treat as end of stream, and remember
                 // it for callers whose framing depends on the close being the peer's own.
                 isEndedWithoutCloseNotify = true
-                buffer.removeSubrange(start...)
                 return 0
             default:
-                buffer.removeSubrange(start...)
                 let failure = tlsError(.tlsProtocolError, "SSL_read")
                 readFailure = failure
                 throw failure

@@ -1,4 +1,6 @@
 import COpenSSL
+import FileInput
+import Glibc
 import Synchronization
 
 /// A configured OpenSSL context (`SSL_CTX`) shared by many connections on any loop.
@@ -52,13 +54,13 @@ public final class TLSContext: Sendable {
         _ = wsload_SSL_CTX_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_RELEASE_BUFFERS))
 
         if let chain = configuration.certificateChainFile {
-            guard SSL_CTX_use_certificate_chain_file(context, chain) == 1 else {
+            guard try Self.withCheckedFile(chain, { SSL_CTX_use_certificate_chain_file(context, $0) }) == 1 else {
                 throw tlsError(.tlsConfiguration, "SSL_CTX_use_certificate_chain_file", about: chain)
             }
             guard let key = configuration.privateKeyFile else {
                 throw RuntimeError(.tlsConfiguration, function: "TLSContext", detail: "certificate \(chain) has no private key file")
             }
-            guard SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) == 1 else {
+            guard try Self.withCheckedFile(key, { SSL_CTX_use_PrivateKey_file(context, $0, SSL_FILETYPE_PEM) }) == 1 else {
                 throw tlsError(.tlsConfiguration, "SSL_CTX_use_PrivateKey_file", about: key)
             }
             guard SSL_CTX_check_private_key(context) == 1 else {
@@ -77,7 +79,7 @@ public final class TLSContext: Sendable {
             } else {
                 SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
                 if let caFile = configuration.caFile {
-                    guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
+                    guard try Self.withCheckedFile(caFile, { SSL_CTX_load_verify_locations(context, $0, nil) }) == 1 else {
                         throw tlsError(.tlsConfiguration, "SSL_CTX_load_verify_locations", about: caFile)
                     }
                 } else if SSL_CTX_set_default_verify_paths(context) != 1 {
@@ -104,7 +106,7 @@ public final class TLSContext: Sendable {
         case .server:
             if let caFile = configuration.caFile {
                 // A CA file on a server means: ask for and verify client certificates.
-                guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
+                guard try Self.withCheckedFile(caFile, { SSL_CTX_load_verify_locations(context, $0, nil) }) == 1 else {
                     throw tlsError(.tlsConfiguration, "SSL_CTX_load_verify_locations", about: caFile)
                 }
                 SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
@@ -124,6 +126,27 @@ public final class TLSContext: Sendable {
                 }, Unmanaged.passUnretained(self).toOpaque())
             }
         }
+    }
+
+    /// The largest certificate, key or CA file read (a system CA bundle is a few hundred KiB).
+    static let maximumFileSize = 16 << 20
+
+    /// Runs `body` with a name for the file at `path` that OpenSSL can open: the file is first opened and checked
+    /// (``UntrustedFile``: a regular file of at most ``maximumFileSize``; a FIFO would block OpenSSL's read forever,
+    /// /dev/zero would never end), then handed over as `/proc/self/fd/N`, so OpenSSL reads what was checked.
+    private static func withCheckedFile(_ path: String, _ body: (String) -> Int32) throws(RuntimeError) -> Int32 {
+        let opened: (descriptor: Int32, size: Int)
+        do throws(UntrustedFile.Failure) {
+            opened = try UntrustedFile.open(path)
+        } catch {
+            throw RuntimeError(.tlsConfiguration, function: "open", detail: error.description)
+        }
+        defer { Glibc.close(opened.descriptor) }
+        guard opened.size <= maximumFileSize else {
+            throw RuntimeError(.tlsConfiguration, function: "open",
+                               detail: UntrustedFile.Failure(path: path, kind: .tooLarge(cap: maximumFileSize)).description)
+        }
+        return body("/proc/self/fd/\(opened.descriptor)")
     }
 
     private func useInMemory(_ pair: CertificateAndKey) throws(RuntimeError) {

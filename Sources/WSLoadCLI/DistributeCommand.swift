@@ -1,3 +1,4 @@
+import FileInput
 import Foundation
 import Profile
 
@@ -93,10 +94,10 @@ enum DistributeCommand: Subcommand {
         }
         if let failure = loadFeeders(into: &profile, path: request.profilePath, output: output) { return failure }
         let profileText: String
-        do {
-            profileText = String(decoding: try Data(contentsOf: URL(fileURLWithPath: request.profilePath)), as: UTF8.self)
+        do throws(UntrustedFile.Failure) {
+            profileText = String(decoding: try UntrustedFile.read(request.profilePath, cap: ProfileDecoder.maximumSize), as: UTF8.self)
         } catch {
-            output.printError("Error: cannot read \(request.profilePath): \(error.localizedDescription)")
+            output.printError("Error: cannot read \(request.profilePath): \(error.reason)")
             return .noInput
         }
         let directory: String

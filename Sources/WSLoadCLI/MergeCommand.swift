@@ -102,7 +102,7 @@ enum MergeCommand: Subcommand {
                 + "\(incomplete.result.recoveredFrom ?? "")); merging it would present partial totals as a whole run's")
             return .invalidInput
         }
-        let merged: RunResult
+        var merged: RunResult
         do {
             merged = try ReportMerger.merge(reports, allowsDifferentStarts: allowsDifferentStarts)
         } catch {
@@ -116,6 +116,7 @@ enum MergeCommand: Subcommand {
         if let counts = reports.first?.result.shard?.count, reports.count < counts {
             output.printError("warning: \(reports.count) of \(counts) shards merged; the report covers only those slices")
         }
+        let mergedLog = mergeIntervalLogs(of: reports, into: &merged, out: out, output: output)
         let text = RunReport.json(merged, toolVersion: WSLoad.version, commit: reports[0].commit).formatted() + "\n"
         guard let out else {
             output.writeOutput(text)
@@ -125,10 +126,58 @@ enum MergeCommand: Subcommand {
             try RunReport.writeAtomically(text, to: out)
         } catch {
             output.printError("Error: cannot write \(out): \(error.localizedDescription)")
+            if let mergedLog { _ = unlink(mergedLog) }  // it belongs to the report that was not written
             return .ioError
         }
-        output.printError("merged \(reports.count) reports into \(out)")
+        output.printError("merged \(reports.count) reports into \(out)" + (mergedLog.map { ", every base interval in \($0)" } ?? ""))
         return .success
+    }
+}
+
+extension MergeCommand {
+    /// When the merged series is downsampled, writes its full-resolution interval log beside `out` — the inputs' logs
+    /// merged base interval by base interval (``MergedIntervalLog``) — and names it in `merged`; when an input has no
+    /// log (none named, or the named file missing), the base intervals do not align, or the report goes to stdout, names
+    /// none and says why in `intervalSeries.fileMissing`, with one warning line. Returns the log's path when written.
+    static func mergeIntervalLogs(of reports: [LoadedReport], into merged: inout RunResult, out: String?,
+                                  output: CommandOutput) -> String? {
+        guard var log = merged.intervalLog, log.factor > 1 else { return nil }
+        func missing(_ why: String) -> String? {
+            log.fileMissing = why
+            merged.intervalLog = log
+            if out != nil { output.printError("warning: no merged interval log: \(why); the merged report names none") }
+            return nil
+        }
+        guard let out else { return missing("the merged report went to standard output, with no file beside it") }
+        var logs: [(report: LoadedReport, path: String)] = []
+        for report in reports {
+            guard let file = report.result.intervalLog?.file else {
+                let why = report.result.intervalLog?.fileMissing.map { " (\($0))" }
+                    ?? (report.result.intervalFactor == 1 ? " (its report holds every interval, but not per scenario)" : "")
+                return missing("\(report.source) names no interval log\(why)")
+            }
+            let path = URL(fileURLWithPath: report.source).deletingLastPathComponent().appendingPathComponent(file).path
+            var status = stat()
+            guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+                return missing("\(report.source) names the interval log \(path), which is missing")
+            }
+            logs.append((report, path))
+        }
+        if let problem = MergedIntervalLog.alignmentProblem(reports) { return missing(problem) }
+        guard let path = RunJournal.intervalLogCandidates(forReport: out).first(where: { !RunCommand.isPresent($0) }) else {
+            return missing("\(RunJournal.intervalLogPath(forReport: out)) and the names after it exist")
+        }
+        do {
+            try FileManager.default.createDirectory(at: URL(fileURLWithPath: out).deletingLastPathComponent(),
+                                                    withIntermediateDirectories: true)
+            try MergedIntervalLog.write(logs: logs, merged: merged, report: out, to: path, toolVersion: WSLoad.version,
+                                        commit: reports[0].commit)
+        } catch {
+            return missing("\(error)")
+        }
+        log.file = URL(fileURLWithPath: path).lastPathComponent
+        merged.intervalLog = log
+        return path
     }
 }
 
@@ -157,16 +206,9 @@ func loadReport(_ path: String) -> Result<LoadedReport, ReportLoadFailure> {
 
 /// Reads one report, its histograms taken from `budget`: a command reading several files passes one budget to all.
 func loadReport(_ path: String, budget: inout HistogramDecodeBudget) -> Result<LoadedReport, ReportLoadFailure> {
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-        FileManager.default.isReadableFile(atPath: path)
-    else {
-        let reason = isDirectory.boolValue ? "is a directory" : "no such file or not readable"
-        return .failure(ReportLoadFailure(error: ReportFormatError(path: path, reason: reason), isUnreadable: true))
-    }
     do {
         return .success(try LoadedReport(contentsOf: path, budget: &budget))
     } catch {
-        return .failure(ReportLoadFailure(error: error, isUnreadable: false))
+        return .failure(ReportLoadFailure(error: error, isUnreadable: error.isUnreadable))
     }
 }

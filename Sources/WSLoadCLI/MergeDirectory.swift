@@ -1,3 +1,4 @@
+import FileInput
 import Foundation
 import Glibc
 import JSON
@@ -81,28 +82,18 @@ enum MergeDirectory {
 
     /// The JSON document in `path`, read with the report's size cap.
     private static func readDocument(_ path: String) -> Result<JSONValue, Failure> {
-        // A regular file only (a link to one is followed): opening a FIFO would wait for a writer.
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            return .failure(.init(message: "\(path): cannot be read (\(String(cString: strerror(errno))))", exitCode: .noInput))
-        }
-        guard status.st_mode & S_IFMT == S_IFREG, let handle = FileHandle(forReadingAtPath: path) else {
-            let what = status.st_mode & S_IFMT == S_IFDIR ? "is a directory" : status.st_mode & S_IFMT == S_IFREG
-                ? "cannot be read" : "is not a regular file"
-            return .failure(.init(message: "\(path): \(what)", exitCode: .noInput))
-        }
-        defer { try? handle.close() }  // read-only: closing cannot lose data
-        let data: Data
-        do {
-            data = try handle.read(upToCount: LoadedReport.maximumSize + 1) ?? Data()
-        } catch {
-            return .failure(.init(message: "\(path): cannot be read (\(error.localizedDescription))", exitCode: .noInput))
-        }
-        guard data.count <= LoadedReport.maximumSize else {
+        // A regular file only (a link to one is followed), never waited on: see UntrustedFile.
+        let bytes: [UInt8]
+        do throws(UntrustedFile.Failure) {
+            bytes = try UntrustedFile.read(path, cap: LoadedReport.maximumSize)
+        } catch where error.isTooLarge {
             return .failure(.init(message: "\(path): larger than \(LoadedReport.maximumSize >> 20) MiB", exitCode: .invalidInput))
+        } catch {
+            let reason = if case .notRegularFile(let what) = error.kind { "is not a regular file (it is \(what))" } else { error.reason }
+            return .failure(.init(message: "\(path): \(reason)", exitCode: .noInput))
         }
         do {
-            return .success(try JSONValue(parsing: Array(data)))
+            return .success(try JSONValue(parsing: bytes))
         } catch {
             return .failure(.init(message: "\(path): not valid JSON (a report cut short?): \(error)", exitCode: .invalidInput))
         }

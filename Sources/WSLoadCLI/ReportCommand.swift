@@ -20,7 +20,11 @@ enum ReportCommand: Subcommand {
         incomplete ("run.incomplete": true): its totals are the exact sum of those intervals. A torn last
         line (the run was killed while writing it) is ignored with a warning; any other bad line is an
         error naming its line and byte offset (exit 65). It reads the interval log a completed run keeps
-        beside a downsampled report (<report stem>.intervals.jsonl, the same format) the same way.
+        beside a downsampled report (<report stem>.intervals.jsonl, the same format) the same way; a
+        journal that ends with the run's end record (the run completed) gives its complete report. When
+        the series is downsampled, the journal is kept beside the recovered report as <out
+        stem>.intervals.jsonl (never replacing a file; a .partial journal is renamed), and the report
+        names it.
 
         --hlog writes every base interval: from the interval log the report names (intervalSeries.file,
         beside the report) when its series was downsampled, else the report's own intervals.
@@ -116,22 +120,39 @@ extension ReportCommand {
             return error.isUnreadable ? .noInput : .invalidInput
         }
         for warning in recovered.warnings { output.printError("warning: \(warning)") }
-        let text = RunReport.json(recovered.result, toolVersion: recovered.toolVersion, commit: recovered.commit).formatted() + "\n"
+        var result = recovered.result
+        // A downsampled series names the full-resolution log: the journal, given a name beside the recovered report.
+        var placed: RunJournal.PlacedLog?
+        if result.intervalFactor > 1 {
+            switch RunJournal.placeIntervalLog(journalPath, besideReport: outPath) {
+            case .success(let log):
+                placed = log
+                result.intervalLog?.file = URL(fileURLWithPath: log.path).lastPathComponent
+            case .failure(let problem):
+                output.printError("warning: no interval log beside \(outPath) (\(problem)): every interval stays in "
+                    + "\(journalPath), which the report does not name")
+            }
+        }
+        let text = RunReport.json(result, toolVersion: recovered.toolVersion, commit: recovered.commit).formatted() + "\n"
         do {
             try RunReport.writeAtomically(text, to: outPath)
         } catch {
             output.printError("Error: cannot write the report to \(outPath): \(error.localizedDescription)")
+            if let placed, placed.isNew { _ = unlink(placed.path) }  // the journal keeps its own name
             return .ioError
         }
-        // The journal is the interval log: --hlog takes every interval from it.
-        if let failure = writeExports(of: recovered.result, toolVersion: recovered.toolVersion, options: options,
-                                      output: output, intervalLog: recovered.result.intervalFactor > 1 ? journalPath : nil).failure
+        // A journal left by a run is now the interval log: its own name goes (a run with the same --out may start).
+        if let placed, placed.isNew, journalPath.hasSuffix(RunJournal.suffix) { _ = unlink(journalPath) }
+        let intervalLog = placed?.path ?? (result.intervalFactor > 1 ? journalPath : nil)
+        if let failure = writeExports(of: result, toolVersion: recovered.toolVersion, options: options, output: output,
+                                      intervalLog: intervalLog).failure
         {
             return failure
         }
-        output.writeOutput(RunSummary.text(recovered.result, colors: output.usesColor))
-        output.printError("recovered \(recovered.result.intervals.count) intervals from \(journalPath) into \(outPath) "
-            + "(marked incomplete)")
+        output.writeOutput(RunSummary.text(result, colors: output.usesColor))
+        output.printError("recovered \(result.intervals.count) intervals from \(journalPath) into \(outPath) "
+            + (result.isIncomplete ? "(marked incomplete)" : "(complete: the journal has the run's end record)")
+            + (placed.map { ", every interval in \($0.path)" } ?? ""))
         return .success
     }
 }
@@ -197,19 +218,23 @@ func writeHistogramLog(of result: RunResult, intervalLog: String?, to path: Stri
 /// after reporting a file that could not be written (74) or an interval of the report that does not decode (65). `intervalLog` is the full-resolution interval log a
 /// downsampled result names (resolved to a path), which `--hlog` reads.
 func writeExports(of result: RunResult, toolVersion: String, options: Arguments, output: CommandOutput,
-                  intervalLog: String? = nil) -> (written: [String], failure: ExitCode?) {
+                  intervalLog: String? = nil, onProblem: (String) -> Void = { _ in }) -> (written: [String], failure: ExitCode?) {
+    func fail(_ problem: String) {
+        output.printError("Error: " + problem)
+        onProblem(problem)
+    }
     var written: [String] = []
     if let path = options.value("hlog") {
         do {
             try writeHistogramLog(of: result, intervalLog: intervalLog, to: path, output: output)
         } catch let error as ReportFormatError {
-            output.printError("Error: cannot write \(path): \(error)")
+            fail("cannot write \(path): \(error)")
             return (written, .invalidInput)
         } catch let error as JournalFormatError {
-            output.printError("Error: cannot write \(path): \(error)")
+            fail("cannot write \(path): \(error)")
             return (written, .ioError)
         } catch {
-            output.printError("Error: cannot write \(path): \(error.localizedDescription)")
+            fail("cannot write \(path): \(error.localizedDescription)")
             return (written, .ioError)
         }
         written.append(path)
@@ -219,13 +244,13 @@ func writeExports(of result: RunResult, toolVersion: String, options: Arguments,
         do {
             html = try RunHTML.render(result, toolVersion: toolVersion)
         } catch {
-            output.printError("Error: cannot write \(path): \(error)")
+            fail("cannot write \(path): \(error)")
             return (written, .invalidInput)
         }
         do {
             try RunReport.writeAtomically(html, to: path)
         } catch {
-            output.printError("Error: cannot write \(path): \(error.localizedDescription)")
+            fail("cannot write \(path): \(error.localizedDescription)")
             return (written, .ioError)
         }
         written.append(path)

@@ -1,10 +1,11 @@
 import Reporting
 
 extension RunCommand {
-    /// Writes `--junit FILE`: the run's thresholds and invariants as JUnit test cases. Returns false, after saying why
-    /// on stderr, when the file cannot be written (the run then exits 74; its JSON report is already written).
-    static func writeJUnit(of result: RunResult, to path: String, output: CommandOutput) -> Bool {
-        writeJUnitReport(JUnitReport.run(result), to: path, output: output)
+    /// Writes `--junit FILE`: whether the run completed, and its thresholds and invariants, as JUnit test cases;
+    /// `problems` (the report or an export that could not be written) fail the `run` case. Returns false, after saying
+    /// why on stderr, when the file cannot be written (the run then exits 74).
+    static func writeJUnit(of result: RunResult, problems: [String] = [], to path: String, output: CommandOutput) -> Bool {
+        writeJUnitReport(JUnitReport.run(result, problems: problems), to: path, output: output)
     }
 }
 

@@ -43,6 +43,10 @@ enum RunCommand: Subcommand {
                                   "auto": the slice from a Slurm job array task (SLURM_ARRAY_TASK_*) or a
                                   Kubernetes Indexed Job pod (JOB_COMPLETION_INDEX, with --shards or WSLOAD_SHARDS).
           --shards <n>            With --shard auto: the number of shards (must match a Slurm array's count).
+          --processes <n|auto>    Run n processes of wsload, one shard each, and merge their reports; an embedded
+                                  server runs in processes of its own. auto: as many as the open-file limit
+                                  needs (applied without this option when one process cannot hold the run).
+                                  1: this process only. (1-256; not with --shard)
           --start-at <time>       Start at this RFC 3339 time (2026-12-01T23:30:00Z, ...00.250+01:00), or
                                   @FILE[+DURATION]: the time written in FILE plus a lead. Loads, binds and
                                   waits; Ctrl-C while waiting exits 130 with no report; a time past starts at
@@ -68,7 +72,7 @@ enum RunCommand: Subcommand {
 
         EXIT CODES:
           0 passed, 1 could not run (or no connection ever opened), 3 thresholds failed, 4 invariants violated,
-          64 usage, 65 invalid profile (or --start-at file),
+          6 a --processes shard died (the merged report names it), 64 usage, 65 invalid profile (or --start-at file),
           66 profile (or --start-at file) unreadable, 74 report not written (or a journal already at its path),
           130 interrupted (report written; none when stopped while waiting for --start-at).
 
@@ -83,12 +87,14 @@ enum RunCommand: Subcommand {
         let overrides: ProfileOverrides
         let liveOptions: LiveOutputs.Options
         var shard: Shard?
+        var processes: ProcessPlan.Request?
+        let child: ChildOptions
         do {
             options = try Arguments(
                 Array(arguments.dropFirst()),
                 valueOptions: Arguments.profileOverrideOptions.union(["shard", "shards", "out", "report-dir", "hlog", "html", "junit",
-                                                                      "start-at"])
-                    .union(LiveOutputs.valueOptions),
+                                                                      "start-at", "processes"])
+                    .union(LiveOutputs.valueOptions).union(ProcessControl.runOptions),
                 flagOptions: ["json", "quiet"])
             overrides = try options.profileOverrides()
             liveOptions = try LiveOutputs.Options(options)
@@ -97,6 +103,11 @@ enum RunCommand: Subcommand {
             } else if options.value("shards") != nil {
                 throw UsageError("--shards: only with --shard auto")
             }
+            if let text = options.value("processes") {
+                processes = try ProcessPlan.request(text)
+                if shard != nil { throw UsageError("--processes: not with --shard (each process runs a shard of its own)") }
+            }
+            child = try ChildOptions(options)
         } catch {
             output.printError("Error: \(error). See 'wsload run --help'.")
             return .usage
@@ -122,6 +133,19 @@ enum RunCommand: Subcommand {
         // Feeders are read once, before anything runs: a missing or short file stops the run as validate would.
         if let failure = loadFeeders(into: &loaded, path: path, output: output) { return failure }
         let profile = loaded
+        // Past one process's open files (or when asked), the run is split over processes of this machine.
+        if shard == nil && child.embeddedServer == nil {
+            do {
+                if let plan = try ProcessPlan.make(profile: profile, request: processes, limit: ResourceLimits.raiseOpenFileLimit()) {
+                    if processes == nil { output.printError(plan.automaticNote) }
+                    return await runInProcesses(plan, profile: profile, path: path, options: options, startAt: startAt,
+                                                liveOptions: liveOptions, output: output)
+                }
+            } catch {
+                output.printError("Error: \(error). See 'wsload run --help'.")
+                return .usage
+            }
+        }
         let isQuiet = options.has("quiet")
         let display = ProgressDisplay(output: output, isTerminal: output.isErrorTerminal, isQuiet: isQuiet)
 
@@ -138,7 +162,8 @@ enum RunCommand: Subcommand {
             return .ioError
         }
         // A journal problem is told as it happens (the progress line may be drawing: a line of its own).
-        let journal = RunJournal(toolVersion: WSLoad.version, commit: RunReport.gitCommit(), reportPath: pathOfReport,
+        let journal = RunJournal(toolVersion: WSLoad.version, commit: RunReport.gitCommit(), startAt: startAt?.date,
+                                 reportPath: pathOfReport,
                                  onProblem: { output.printError((output.isErrorTerminal ? "\n" : "") + "warning: run journal: \($0); the run goes on without it") })
 
         let signalLoop: EventLoop
@@ -160,10 +185,16 @@ enum RunCommand: Subcommand {
         do {
             let result = try await withShutdownSignals(on: signalLoop) { shutdown in
                 startAt?.announce(now: Date(), output: output, isQuiet: isQuiet)  // a Ctrl-C from now on ends the wait
-                var run = LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: { display.update($0); live.update($0) })
+                child.watchControl(shutdown)
+                let progress = child.progress
+                var run = LoadRun(profile: profile, shutdown: shutdown, shard: shard, onProgress: {
+                    display.update($0)
+                    live.update($0)
+                    if let progress { ProgressLine.send($0, to: progress) }
+                })
                 run.journal = journal
                 run.startAt = startAt?.date
-                return try await RunHost(run).run()
+                return try await RunHost(run, embeddedServer: child.embeddedServer).run()
             }
             outcome = .success(result)
         } catch {
@@ -178,9 +209,14 @@ enum RunCommand: Subcommand {
             let exit = exitCode(forFailedRun: error)
             output.printError(exit == .internalError
                 ? "Internal error (a bug in wsload; please report it): \(error)" : "Error: \(error)")
+            if let junit = options.value("junit") {  // CI sees the run fail, even with no report
+                _ = writeJUnitReport(JUnitReport.failedRun(profile: profile.name, at: Date(), reason: "\(error)"), to: junit,
+                                     output: output)
+            }
             return exit
         case .success(var value):
             value.runID = journal.runID  // the id the journal's header already gave the run
+            journal.finish(value)  // the end record: the journal is now the whole run (a complete report recovers)
             keepIntervalLog(of: &value, journal: journal, reportPath: pathOfReport(value.startedAt), output: output)
             result = value
         }
@@ -189,11 +225,13 @@ enum RunCommand: Subcommand {
         let text = report.formatted() + "\n"
         let reportPath = pathOfReport(result.startedAt)
         var exit = ExitCode.success
+        var problems: [String] = []  // what went wrong after the run, for --junit
         do {
             try RunReport.writeAtomically(text, to: reportPath)
             if result.intervalLog?.file == nil { journal.remove() }  // else it is the interval log the report names
         } catch {
             output.printError("Error: cannot write the report to \(reportPath): \(error.localizedDescription)")
+            problems.append("the report was not written: cannot write \(reportPath): \(error.localizedDescription)")
             // The journal is then the only record of the run: kept if it holds an interval (a header alone, or one
             // the same full disk cut short, recovers nothing).
             if journal.intervalCount > 0 { journal.close() } else { journal.remove() }
@@ -212,11 +250,13 @@ enum RunCommand: Subcommand {
             URL(fileURLWithPath: reportPath).deletingLastPathComponent().appendingPathComponent($0).path
         }
         if exit == .success, let failure = writeExports(of: result, toolVersion: WSLoad.version, options: options,
-                                                        output: output, intervalLog: intervalLog).failure
+                                                        output: output, intervalLog: intervalLog,
+                                                        onProblem: { problems.append($0) }).failure
         {
             exit = failure
         }
-        if exit == .success, let junit = options.value("junit"), !writeJUnit(of: result, to: junit, output: output) {
+        // Written whatever else failed: a report or an export that could not be written is a failing case of its own.
+        if let junit = options.value("junit"), !writeJUnit(of: result, problems: problems, to: junit, output: output) {
             exit = .ioError
         }
         if exit == .success {
@@ -230,10 +270,8 @@ enum RunCommand: Subcommand {
     /// The exit code of a run whose report and exports were written.
     static func verdict(of result: RunResult, output: CommandOutput) -> ExitCode {
         if result.interruptedBy != nil { return .interrupted }
-        let attempts = result.total.counter(.connectAttempts)
-        if attempts > 0 && result.total.counter(.connectionsOpened) == 0 {
-            let codes = result.total.errors.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            output.printError("Error: none of \(attempts) connection attempts succeeded (\(codes)).")
+        if let failure = JUnitReport.noConnection(result) {
+            output.printError("Error: \(failure).")
             return .failure
         }
         if !result.invariantsHeld { return .invariantViolated }

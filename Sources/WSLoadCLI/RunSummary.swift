@@ -72,7 +72,7 @@ enum RunSummary {
             lines.append("thresholds:")
             for outcome in result.thresholds {
                 let mark = outcome.passed ? paint("✓", "32") : paint("✗", "31")
-                lines.append("  \(mark) \(outcome.threshold.expression)  (actual \(FigureText.actual(outcome)))")
+                lines.append("  \(mark) \(shown(outcome.threshold.expression))  (actual \(FigureText.actual(outcome)))")
             }
         }
         return lines.joined(separator: "\n") + "\n"

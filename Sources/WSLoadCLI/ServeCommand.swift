@@ -66,6 +66,10 @@ enum ServeCommand: Subcommand {
         """
 
     static func run(arguments: [String], output: CommandOutput) async -> ExitCode {
+        // The server process of a `run --processes` run: its own mode (ProfileServer), not a user's option.
+        if arguments.contains(where: { $0 == "--\(ProcessControl.profileServer)" }) {
+            return await ProfileServer.run(arguments: arguments, output: output)
+        }
         let parsed: Arguments
         let configuration: ServerConfiguration
         let loopCount: Int

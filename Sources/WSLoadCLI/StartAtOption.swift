@@ -1,3 +1,4 @@
+import FileInput
 import Foundation
 import Glibc
 import Profile
@@ -87,38 +88,21 @@ struct StartAtOption: Sendable, Equatable {
     /// ``maximumFileSize`` bytes, UTF-8, without the spaces and line end around it.
     private static func readLine(of path: String) -> Result<String, Failure> {
         let shown = quoted(path)
-        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard descriptor >= 0 else {
-            return .failure(.init(description: "--start-at: cannot open \(shown): \(String(cString: strerror(errno)))",
-                                  exitCode: .noInput))
-        }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-            return .failure(.init(description: "--start-at: \(shown) is not a regular file", exitCode: .noInput))
-        }
-        guard status.st_size <= maximumFileSize else {
-            return .failure(.init(description: "--start-at: \(shown) is larger than \(maximumFileSize) bytes: not a launch "
-                + "time file (one RFC 3339 line)", exitCode: .invalidInput))
-        }
-        // Read one byte past the cap: a file that grew since fstat is refused, not cut.
-        var bytes = [UInt8](repeating: 0, count: maximumFileSize + 1)
-        var count = 0
-        while count < bytes.count {
-            let read = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + count, $0.count - count) }
-            if read < 0 && errno == EINTR { continue }
-            guard read >= 0 else {
-                return .failure(.init(description: "--start-at: cannot read \(shown): \(String(cString: strerror(errno)))",
-                                      exitCode: .noInput))
+        let bytes: [UInt8]
+        do throws(UntrustedFile.Failure) {
+            bytes = try UntrustedFile.read(path, cap: maximumFileSize)
+        } catch {
+            switch error.kind {
+            case .tooLarge:
+                return .failure(.init(description: "--start-at: \(shown) is larger than \(maximumFileSize) bytes: not a launch "
+                    + "time file (one RFC 3339 line)", exitCode: .invalidInput))
+            case .notRegularFile(let what):
+                return .failure(.init(description: "--start-at: \(shown) is not a regular file (it is \(what))", exitCode: .noInput))
+            default:
+                return .failure(.init(description: "--start-at: cannot open \(shown): \(error.reason)", exitCode: .noInput))
             }
-            if read == 0 { break }
-            count += read
         }
-        guard count <= maximumFileSize else {
-            return .failure(.init(description: "--start-at: \(shown) is larger than \(maximumFileSize) bytes: not a launch "
-                + "time file (one RFC 3339 line)", exitCode: .invalidInput))
-        }
-        guard let text = String(validating: bytes[..<count], as: UTF8.self) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             return .failure(.init(description: "--start-at: \(shown) is not UTF-8 text", exitCode: .invalidInput))
         }
         let line = text.trimmingCharacters(in: CharacterSet(charactersIn: " \t\r\n"))

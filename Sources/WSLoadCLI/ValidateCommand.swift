@@ -1,3 +1,4 @@
+import FileInput
 import Foundation
 import LoadEngine
 import Profile
@@ -61,12 +62,14 @@ enum ValidateCommand: Subcommand {
 /// Why a profile could not be used.
 enum ProfileLoadFailure: Error {
     case unreadable(String)
+    /// Over ``ProfileDecoder/maximumSize``: refused after reading one byte past it (bad content: 65).
+    case tooLarge
     case invalid(ProfileError)
 
     var exitCode: ExitCode {
         switch self {
         case .unreadable: .noInput
-        case .invalid: .invalidInput
+        case .tooLarge, .invalid: .invalidInput
         }
     }
 
@@ -74,6 +77,8 @@ enum ProfileLoadFailure: Error {
         switch self {
         case .unreadable(let reason):
             output.printError("Error: cannot read \(path): \(reason)")
+        case .tooLarge:
+            output.printError("\(path): the profile is larger than \(ProfileDecoder.maximumSize) bytes, the limit")
         case .invalid(let error):
             output.printError("\(path): \(error.problems.count) problem\(error.problems.count == 1 ? "" : "s"):")
             for problem in error.problems { output.printError("  " + problem.description) }
@@ -82,24 +87,18 @@ enum ProfileLoadFailure: Error {
 }
 
 /// Reads and decodes a profile file (bounded: a profile is configuration), with the command line's overrides
-/// written into it before it is validated.
+/// written into it before it is validated. A FIFO, device or directory is refused (66) before anything waits on it.
 func loadProfile(_ path: String, overrides: ProfileOverrides = ProfileOverrides()) -> Result<Profile, ProfileLoadFailure> {
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-        return .failure(.unreadable("no such file"))
-    }
-    guard !isDirectory.boolValue else { return .failure(.unreadable("it is a directory")) }
-    guard let handle = FileHandle(forReadingAtPath: path) else { return .failure(.unreadable("permission denied")) }
-    // Closing a file only read from cannot lose anything: its error is safe to ignore.
-    defer { try? handle.close() }
-    let data: Data
-    do {
-        data = try handle.read(upToCount: ProfileDecoder.maximumSize + 1) ?? Data()
+    let bytes: [UInt8]
+    do throws(UntrustedFile.Failure) {
+        bytes = try UntrustedFile.read(path, cap: ProfileDecoder.maximumSize)
+    } catch where error.isTooLarge {
+        return .failure(.tooLarge)
     } catch {
-        return .failure(.unreadable(error.localizedDescription))
+        return .failure(.unreadable(error.reason))
     }
     do {
-        return .success(try ProfileDecoder.decode(Array(data), overrides: overrides))
+        return .success(try ProfileDecoder.decode(bytes, overrides: overrides))
     } catch {
         return .failure(.invalid(error))
     }
@@ -121,18 +120,14 @@ func loadFeeders(into profile: inout Profile, path: String, output: CommandOutpu
     }
 }
 
-/// A feeder file's bytes, at most one past the feeder size limit (the loader refuses a longer one).
+/// A feeder file's bytes: a regular file of at most the feeder size limit (``UntrustedFile``).
 private func readFeederFile(_ file: String) throws -> [UInt8] {
     struct Unreadable: Error, CustomStringConvertible { var description: String }
-    var isDirectory: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else { throw Unreadable(description: "no such file") }
-    guard !isDirectory.boolValue else { throw Unreadable(description: "it is a directory") }
-    guard let handle = FileHandle(forReadingAtPath: file) else { throw Unreadable(description: "permission denied") }
-    // Closing a file only read from cannot lose anything: its error is safe to ignore.
-    defer { try? handle.close() }
-    do {
-        return Array(try handle.read(upToCount: FeederLoader.maximumFileSize + 1) ?? Data())
+    do throws(UntrustedFile.Failure) {
+        return try UntrustedFile.read(file, cap: FeederLoader.maximumFileSize)
+    } catch where error.isTooLarge {
+        throw FeederLoader.FileTooLarge()
     } catch {
-        throw Unreadable(description: error.localizedDescription)
+        throw Unreadable(description: error.reason)
     }
 }

@@ -1,7 +1,9 @@
+import Glibc
+import Runtime
 import Testing
 @testable import LiveView
 
-@Suite struct LiveAddressTests {
+@Suite(.timeLimit(.minutes(2))) struct LiveAddressTests {
     @Test("an address prints as host:port, IPv6 in brackets")
     func description() {
         #expect(LiveAddress(host: "127.0.0.1", port: 9464).description == "127.0.0.1:9464")
@@ -50,6 +52,54 @@ import Testing
             } catch {
                 #expect(error.description == "--metrics: \(message) (give PORT, HOST:PORT or [IPV6]:PORT, HOST a numeric address or localhost)")
             }
+        }
+    }
+
+    @Test("an IPv6 zone is kept as the scope id (by name or index), for --metrics and --dashboard alike")
+    func zones() throws {
+        let lo = if_nametoindex("lo")
+        try #require(lo != 0, "this machine has a loopback interface named lo")
+        for option in ["metrics", "dashboard"] {
+            for text in ["[fe80::1%lo]:0", "[fe80::1%\(lo)]:0"] {
+                let address = try LiveAddress(parsing: text, option: option)
+                #expect(address.host == "fe80::1%lo" && address.port == 0 && address.description == "[fe80::1%lo]:0", "\(text)")
+                let socket = try SocketAddress(ip: address.host, port: 0)
+                #expect(socket.scopeID == lo && socket.ip == "fe80::1%lo", "\(text): \(socket)")
+            }
+            #expect(try LiveAddress(parsing: "[::1]:0", option: option).host == "::1")
+            #expect(try SocketAddress(ip: "::1", port: 0).scopeID == 0)
+        }
+    }
+
+    @Test("a zone that is no interface of this machine is refused naming the option (exit 64), never dropped")
+    func unknownZones() {
+        for (option, text, zone) in [("metrics", "[::1%nosuch]:0", "nosuch"), ("dashboard", "[fe80::1%99999]:9", "99999"),
+                                     ("metrics", "[fe80::1%]:9", ""), ("metrics", "[fe80::1%a/b]:9", "a/b")] {
+            do {
+                let address = try LiveAddress(parsing: text, option: option)
+                Issue.record("\"\(text)\" parsed as \(address)")
+            } catch {
+                #expect(error.description == "--\(option): \"\(zone)\" in \"\(text)\" is not a network interface of this machine "
+                    + "(a zone is an interface name such as lo, or its index) (give PORT, HOST:PORT or [IPV6]:PORT, HOST a "
+                    + "numeric address or localhost)", "\(error)")
+            }
+        }
+    }
+
+    @Test("a link-local address on lo binds with its scope when lo has one, and otherwise fails naming the address")
+    func linkLocalBind() async throws {
+        let address = try LiveAddress(parsing: "[fe80::1%lo]:0", option: "metrics")
+        do {
+            let server = try await LiveServer.start(at: address, name: "--metrics") { _ in
+                .content(status: 404, contentType: "text/plain", body: [])
+            }
+            // The kernel gave lo this link-local address: the bound one keeps the zone.
+            #expect(server.boundAddress.host == "fe80::1%lo")
+            await server.stop()
+        } catch {
+            // Usually lo has no link-local address: the scope reached bind(2), which says the address is not here
+            // (without the scope it would say EINVAL: a link-local address needs an interface).
+            #expect(error.description.hasPrefix("--metrics: cannot listen on [fe80::1%lo]:0: address_not_available"), "\(error)")
         }
     }
 }

@@ -97,14 +97,22 @@ func withLiveServer<T: Sendable>(
         }
     }
 
-    @Test("bad requests get 400 (garbage, a body, a target that is not a path), a foreign Host 421, each closed")
+    @Test("bad requests get 400 (garbage, a body, a target neither a path nor http://, two Hosts), a foreign Host 421, each closed")
     func badRequests() async throws {
         try await withLiveServer { server, loop in
             let cases: [(String, Int)] = [
                 ("HELLO\r\n\r\n", 400),
                 ("GET /hello HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc", 400),
                 ("GET /hello HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
-                ("GET http://127.0.0.1/hello HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+                ("GET https://127.0.0.1/hello HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+                ("GET * HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+                ("GET http://user@127.0.0.1/hello HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+                ("GET http:///hello HTTP/1.1\r\nHost: localhost\r\n\r\n", 400),
+                // RFC 9112 §3.2: two Host field lines are a 400, whether they agree or not.
+                ("GET /hello HTTP/1.1\r\nHost: localhost\r\nHost: localhost\r\n\r\n", 400),
+                ("GET /hello HTTP/1.1\r\nHost: localhost\r\nHost: attacker.example\r\n\r\n", 400),
+                // An absolute-form target's authority replaces Host for the foreign-host check (RFC 9112 §3.2.2).
+                ("GET http://attacker.example:9464/hello HTTP/1.1\r\nHost: localhost\r\n\r\n", 421),
                 ("GET /hello HTTP/1.1\nHost: localhost\n\n", 400),
                 ("GET /hello HTTP/1.1\r\nHost: attacker.example:9464\r\n\r\n", 421),
             ]
@@ -124,6 +132,39 @@ func withLiveServer<T: Sendable>(
                 try await client.send("GET /hello HTTP/1.1\r\nHost: \(host)\r\n\r\n")
                 #expect(try await client.readResponse().head.status == 200, "Host: \(host)")
             }
+        }
+    }
+
+    @Test("an absolute-form target (http://HOST:PORT/path) is accepted: routed by its path, its authority standing for Host")
+    func absoluteFormTarget() async throws {
+        try await withLiveServer { server, loop in
+            let port = server.boundAddress.port
+            let cases: [(String, String)] = [
+                ("GET http://127.0.0.1:\(port)/hello?x=1 HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", "hello GET x=1 -\n"),
+                // The authority wins over a foreign Host (which RFC 9112 §3.2.2 says to ignore).
+                ("GET HTTP://localhost:\(port)/hello HTTP/1.1\r\nHost: attacker.example\r\n\r\n", "hello GET - -\n"),
+                ("GET http://[::1]:\(port)?q HTTP/1.1\r\nHost: localhost\r\n\r\n", "not here\n"),
+            ]
+            for (request, body) in cases {
+                var client = try await LiveTestClient.connect(to: server.boundAddress, on: loop)
+                defer { client.close() }
+                try await client.send(request)
+                let response = try await client.readResponse()
+                #expect(response.body == body, "\(request.debugDescription): \(response.head.status)")
+            }
+        }
+    }
+
+    @Test("requestTarget: origin form as is, absolute form split into path and authority, every other form nil")
+    func requestTargetForms() {
+        func parts(_ target: String) -> [String?]? { LiveHTTP.requestTarget(target).map { [$0.path, $0.authority] } }
+        #expect(parts("/metrics?x") == ["/metrics?x", nil])
+        #expect(parts("http://127.0.0.1:9464/metrics") == ["/metrics", "127.0.0.1:9464"])
+        #expect(parts("http://127.0.0.1:9464") == ["/", "127.0.0.1:9464"])
+        #expect(parts("http://[::1]:80?a=b") == ["/?a=b", "[::1]:80"])
+        for bad in ["*", "127.0.0.1:80", "https://127.0.0.1/", "http://", "http:///x", "http://:80/x", "http://u@h/x",
+                    "http://h/x#f", "http://h#f", "ftp://h/"] {
+            #expect(LiveHTTP.requestTarget(bad) == nil, "\(bad)")
         }
     }
 

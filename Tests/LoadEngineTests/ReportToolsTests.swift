@@ -82,14 +82,15 @@ struct ReportToolsTests {
         #expect(mixed?.description.hasPrefix("a mix of shards and whole runs: a.json (1/2), w.json (whole run)") == true, "\(String(describing: mixed))")
     }
 
-    @Test("a report whose read fails says it cannot be read, with the reason, instead of reading as empty")
+    @Test("a report that cannot be read says why (a directory: refused before any read), instead of reading as empty")
     func unreadableReport() throws {
-        // A directory opens for reading on Linux and then fails the read itself (EISDIR).
+        // A directory opens for reading on Linux; the reader's fstat refuses it before a read could fail (EISDIR).
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("wsload-report-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         defer { try? FileManager.default.removeItem(atPath: directory) }  // scratch only
         let error = #expect(throws: ReportFormatError.self) { try LoadedReport(contentsOf: directory) }
-        #expect(error?.reason.hasPrefix("cannot be read") == true && error?.path == directory, "\(String(describing: error))")
+        #expect(error?.reason == "is a directory, not a regular file" && error?.isUnreadable == true && error?.path == directory,
+                "\(String(describing: error))")
     }
 
     @Test("compare flags an injected echo delay as significant, and nothing between a run and its own report")

@@ -19,6 +19,7 @@ bounded; the browser is killed on exit.
 """
 import asyncio
 import base64
+import ctypes
 import json
 import os
 import shutil
@@ -40,6 +41,13 @@ class Failure(Exception):
     pass
 
 
+def die_with_parent():
+    """In the forked child before exec: SIGKILL when this script goes (a new session escapes the process-group
+    kill of `timeout`; prctl(PR_SET_PDEATHSIG) does not), so a killed test run leaves no Chromium behind. Popen
+    forks from the main thread, which lives as long as the script."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
 class Browser:
     def __init__(self):
         self.profile = tempfile.mkdtemp(prefix="wsload-cdp-")
@@ -51,7 +59,7 @@ class Browser:
              "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
              "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
              "--user-data-dir=" + self.profile, "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=die_with_parent)
         self.socket = None
         self.next_id = 0
         self.pending = {}

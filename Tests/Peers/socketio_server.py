@@ -12,6 +12,9 @@ Engine.IO heartbeat; --break MODE breaks the contract for the broken-contract te
   wrong-event  `say` emits `sad` instead of `said`
   no-ack       `say` is never acked
   late         `echo` acks after 3 s
+  flood-names  after `welcome`, pushes 3000 events of distinct names (`e0`…`e2999`), then hostile names (a quote, a
+               line feed, braces, non-ASCII, 100 bytes, a space, `other`), then `flooded`: a peer growing the
+               client's per-event counters without bound
 Loopback only. Exits when stdin closes, so a killed test never leaves it running.
 """
 import argparse
@@ -20,6 +23,10 @@ import sys
 
 import socketio
 from aiohttp import web
+
+
+FLOOD_COUNT = 3000
+HOSTILE_NAMES = ['x"y', "a\nb", "a{b}", "caf\u00e9", "x" * 100, "two words", "other"]
 
 
 def build(arguments):
@@ -31,6 +38,12 @@ def build(arguments):
     @server.event
     async def connect(sid, environ, auth=None):
         await server.emit("welcome", {"sid": sid}, to=sid)
+        if broken == "flood-names":
+            for index in range(FLOOD_COUNT):
+                await server.emit(f"e{index}", index, to=sid)
+            for name in HOSTILE_NAMES:
+                await server.emit(name, 0, to=sid)
+            await server.emit("flooded", {}, to=sid)
 
     @server.event
     async def echo(sid, data=None):
@@ -64,7 +77,7 @@ async def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ping-interval", type=float, default=25.0)
     parser.add_argument("--ping-timeout", type=float, default=20.0)
-    parser.add_argument("--break", dest="break_mode", choices=["wrong-event", "no-ack", "late"])
+    parser.add_argument("--break", dest="break_mode", choices=["wrong-event", "no-ack", "late", "flood-names"])
     arguments = parser.parse_args()
     application = web.Application()
     build(arguments).attach(application)

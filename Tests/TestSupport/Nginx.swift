@@ -87,7 +87,7 @@ public final class NginxServer: @unchecked Sendable {
             process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf"]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try TiedProcess.start(process)  // dies with the test process, even a killed one
             // Ready when it accepts a connection (at most 5 s).
             let deadline = Date().addingTimeInterval(5)
             while Date() < deadline && process.isRunning {

@@ -50,7 +50,7 @@ extension TestProcess {
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try TiedProcess.start(process)  // a browser run (timeout 330 s) must not outlive a killed test process
         // Read stderr concurrently: a chatty child blocks on a full pipe otherwise.
         let errorData = Lock(Data())
         let done = DispatchSemaphore(value: 0)
@@ -96,7 +96,7 @@ public final class BackgroundProcess: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = mergeStandardError ? output : FileHandle.nullDevice
-        try process.run()
+        try TiedProcess.start(process)  // dies with the test process, even a killed one
     }
 
     /// Reads lines until one contains `text` (returned) or the output ends (nil). A child that says nothing for

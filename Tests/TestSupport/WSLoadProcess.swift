@@ -46,7 +46,7 @@ public final class WSLoadProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try TiedProcess.start(process)  // dies with the test process, even a killed one
         // Blocking reads on threads of their own, never on the cooperative pool the suites share.
         for (pipe, isOutput) in [(output, true), (errors, false)] {
             let captured = self.captured

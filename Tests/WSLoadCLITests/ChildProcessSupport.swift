@@ -65,7 +65,7 @@ final class ChildProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = holdsInput ? input : FileHandle.nullDevice
-        try process.run()
+        try TiedProcess.start(process)  // dies with the test process, even a killed one
         for (pipe, isOutput) in [(output, true), (errors, false)] {
             readers.enter()
             Thread { [self] in

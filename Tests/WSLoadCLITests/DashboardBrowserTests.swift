@@ -122,8 +122,9 @@ struct DashboardBrowserTests {
         ]
         let actionsFile = try scratch.write("actions.json", actions.formatted())
         // cdp_browser.py bounds every step and kills Chromium however it ends; `timeout` bounds it as a whole.
-        let browser = try await TestProcess.runWithStatusOffPool(
-            ["timeout", "-k", "10", "330", "python3", peers.appendingPathComponent("cdp_browser.py").path, actionsFile])
+        // `timeout` dies with the test process (TiedProcess), and the script with `timeout` (its own parent-death signal).
+        let python = TiedProcess.command("/usr/bin/env", ["python3", peers.appendingPathComponent("cdp_browser.py").path, actionsFile])
+        let browser = try await TestProcess.runWithStatusOffPool(["timeout", "-k", "10", "330", python.executable] + python.arguments)
         let code = await run.task.value
         #expect(code == .success, "\(run.captured.error)")
         #expect(browser.status == 0, "\(browser.output) \(browser.errors)")

@@ -35,7 +35,9 @@ private func browse(_ actions: [JSONValue], in directory: URL) async throws -> J
         .appendingPathComponent("Peers/cdp_browser.py").path
     let file = directory.appendingPathComponent("actions-\(UInt32.random(in: 0...UInt32.max)).json")
     try Data(JSONValue.array(actions).formatted().utf8).write(to: file)
-    let result = try await TestProcess.runWithStatusOffPool(["timeout", "-k", "10", "240", "python3", script, file.path])
+    // `timeout` dies with the test process (TiedProcess), and the script with `timeout` (its own parent-death signal).
+    let python = TiedProcess.command("/usr/bin/env", ["python3", script, file.path])
+    let result = try await TestProcess.runWithStatusOffPool(["timeout", "-k", "10", "240", python.executable] + python.arguments)
     #expect(result.status == 0, "cdp_browser.py: \(result.output) \(result.errors)")
     let output = try JSONValue(parsing: result.output)
     #expect(output["console"]?.arrayValue?.isEmpty == true && output["exceptions"]?.arrayValue?.isEmpty == true,

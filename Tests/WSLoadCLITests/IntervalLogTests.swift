@@ -59,7 +59,7 @@ struct IntervalLogTests {
 
         // The log: the journal's format, every base interval.
         let lines = try String(contentsOfFile: scratch.path("out/r.intervals.jsonl"), encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == 1 + log.count, "a header and every one of the \(log.count) base intervals")
+        #expect(lines.count == 2 + log.count, "a header, every one of the \(log.count) base intervals and the end record")
         var reader = try JournalReader(contentsOf: scratch.path("out/r.intervals.jsonl"))
         var budget = HistogramDecodeBudget()
         var base: [RunResult.Interval] = []
@@ -70,13 +70,15 @@ struct IntervalLogTests {
         for interval in base { try baseSum.add(interval.metrics) }
         #expect(json(baseSum) == json(report.result.total), "the log adds up to the totals too")
 
-        // report --recover of the log: the same totals, and the same merged series (the same merges of the same intervals).
+        // report --recover of the log: the same totals, and the same merged series (the same merges of the same intervals);
+        // the recovered report names the log kept beside itself.
         let recovered = await runCLIArray(["report", "--recover", scratch.path("out/r.intervals.jsonl"), "--out", scratch.path("x.json")])
         #expect(recovered.code == .success, "\(recovered.error)")
         let again = try LoadedReport(contentsOf: scratch.path("x.json"))
-        #expect(json(again.result.total) == json(report.result.total))
+        #expect(again.result.total.json(seconds: 1, operations: 0) == report.result.total.json(seconds: 1, operations: 0))
+        #expect(FileManager.default.fileExists(atPath: scratch.path("x.intervals.jsonl")))
         #expect(try again.result.intervals.map { json(try $0.metrics) } == report.result.intervals.map { json(try $0.metrics) })
-        #expect(again.result.intervalLog == RunResult.IntervalLog(file: "r.intervals.jsonl", count: log.count, baseSeconds: 0.1,
+        #expect(again.result.intervalLog == RunResult.IntervalLog(file: "x.intervals.jsonl", count: log.count, baseSeconds: 0.1,
                                                                   factor: log.factor))
 
         // --hlog wrote every base interval with samples, not the report's merged ones; `report --hlog` writes the same.

@@ -62,6 +62,7 @@ struct JUnitWriterTests {
         total.counters[Metric.messagesSent.name] = 100
         total.counters[Metric.messagesReceived.name] = 100
         total.counters[Metric.connectAttempts.name] = 2
+        total.counters[Metric.connectionsOpened.name] = 2
         total.errors["timeout"] = 1
         var invariants = InvariantReport()
         invariants.checked = ["messages.in_sequence": 120, "protocol.connected_after_101": 1, "reconnect.max_attempts": 0]
@@ -82,7 +83,12 @@ struct JUnitWriterTests {
         let xml = JUnitReport.run(try Self.result()).xml()
         let expected = """
             <?xml version="1.0" encoding="UTF-8"?>
-            <testsuites name="wsload run junit" tests="6" failures="3" errors="0" time="10.250">
+            <testsuites name="wsload run junit" tests="7" failures="3" errors="0" time="10.250">
+              <testsuite name="run" tests="1" failures="0" errors="0" skipped="0" time="10.250" timestamp="2026-01-01T00:00:00Z">
+                <testcase name="run" classname="wsload.junit.run">
+                  <system-out>completed after 10.250 s</system-out>
+                </testcase>
+              </testsuite>
               <testsuite name="thresholds" tests="4" failures="2" errors="0" skipped="1" time="10.250" timestamp="2026-01-01T00:00:00Z">
                 <testcase name="ws.message_rtt p99 &lt; 10ms" classname="wsload.junit.thresholds">
                   <failure message="actual 12.3ms, limit &lt; 10ms" type="threshold">ws.message_rtt p99 &lt; 10ms: actual 12.3ms, limit &lt; 10ms</failure>
@@ -114,7 +120,7 @@ struct JUnitWriterTests {
             """
         #expect(xml == expected, "\(xml)")
         let read = try await JUnitConsumers.read(text: xml)
-        #expect(read["tests"]?.integerValue == 6 && read["failures"]?.integerValue == 3)
+        #expect(read["tests"]?.integerValue == 7 && read["failures"]?.integerValue == 3)
         let (thresholds, cases) = try JUnitConsumers.suite(read, "thresholds")
         #expect(thresholds["skipped"]?.integerValue == 1 && thresholds["timestamp"]?.stringValue == "2026-01-01T00:00:00Z")
         #expect(cases["ws.message_rtt p99 < 10ms"]?["results"]?.arrayValue?.first?["message"]?.stringValue == "actual 12.3ms, limit < 10ms")
@@ -130,7 +136,7 @@ struct JUnitWriterTests {
         #expect(summary.contains("✗ errors rate < 0.01%  (actual 1.0%)"), "\(summary)")
     }
 
-    @Test("a threshold that stopped the run says so; an empty run has both suites, with no case")
+    @Test("a threshold that stopped the run says so; an empty run has the three suites, only the run's case")
     func abortedAndEmpty() async throws {
         var result = try Self.result()
         result.abortedBy = "ws.message_rtt p99 < 10ms"
@@ -141,14 +147,19 @@ struct JUnitWriterTests {
         result.invariants = InvariantReport()
         let xml = JUnitReport.run(result).xml()
         #expect(xml.hasSuffix("""
-            <testsuites name="wsload run junit" tests="0" failures="0" errors="0" time="10.250">
+            <testsuites name="wsload run junit" tests="1" failures="0" errors="0" time="10.250">
+              <testsuite name="run" tests="1" failures="0" errors="0" skipped="0" time="10.250" timestamp="2026-01-01T00:00:00Z">
+                <testcase name="run" classname="wsload.junit.run">
+                  <system-out>completed after 10.250 s</system-out>
+                </testcase>
+              </testsuite>
               <testsuite name="thresholds" tests="0" failures="0" errors="0" skipped="0" time="10.250" timestamp="2026-01-01T00:00:00Z"/>
               <testsuite name="invariants" tests="0" failures="0" errors="0" skipped="0" time="10.250" timestamp="2026-01-01T00:00:00Z"/>
             </testsuites>
 
             """), "\(xml)")
         let read = try await JUnitConsumers.read(text: xml)
-        #expect(read["suites"]?.arrayValue?.count == 2 && read["tests"]?.integerValue == 0)
+        #expect(read["suites"]?.arrayValue?.count == 3 && read["tests"]?.integerValue == 1)
     }
 
     @Test("a comparison: a budget exceeded (change, p-value, limit), one held, one without its row, one on a step only head has")

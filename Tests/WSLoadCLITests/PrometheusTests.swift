@@ -65,7 +65,7 @@ private final class PrometheusServer: @unchecked Sendable {
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        try TiedProcess.start(process)  // dies with the test process, even a killed one
     }
 
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }  // no log yet: nothing to show

@@ -140,7 +140,7 @@ struct StartAtParserTests {
             #expect(failure?.description.contains(path.count > 80 ? String(path.prefix(40)) : path) == true,
                     "the message names the file: \(String(describing: failure))", sourceLocation: sourceLocation)
         }
-        refusal(scratch.path("missing"), .noInput, "No such file or directory")
+        refusal(scratch.path("missing"), .noInput, "no such file")
         refusal(scratch.path(""), .noInput, "is not a regular file")
         let fifo = scratch.path("fifo")
         #expect(mkfifo(fifo, 0o600) == 0)

@@ -33,6 +33,7 @@ package struct HTMLTimeline: Sendable {
             if let index = MetricSet.reportedPercentiles.firstIndex(where: { $0.percentile == percentile }) {
                 return figures.percentiles[index]
             }
+            // Compressed here from a histogram this build held: it decodes (nil only if it did not, never the case).
             return (try? histogram.decoded(at: name))?.value(atPercentile: percentile)
         }
     }

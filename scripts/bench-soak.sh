@@ -21,7 +21,8 @@ release build. MODEs (default: serve storm):
 
 For each mode it prints the table (minute, RSS in MiB, the 1-minute load average), the growth after
 the first 2 minutes (minute 2 to the last sample, and the least-squares slope over those minutes), the
-peak (VmHWM), the run's exit code (0 ok, 3 thresholds failed, 4 invariant violations, 124 killed by the
+peak (VmHWM: the end of the run, the stop and the report's writing included), the read-back peaks of the report
+(`report --html`, `merge`, `compare`, from scripts/readback-peaks.py), the run's exit code (0 ok, 3 thresholds failed, 4 invariant violations, 124 killed by the
 time limit) and the report's key figures; at the end a compact summary to paste into a note. The script
 exits 1 when a run wrote no report or ended other than 0, 3 or 4 (64 for bad arguments). Minute
 MINUTES is sampled 5 s before the run's duration ends, so every row is steady traffic (the stop and the
@@ -325,6 +326,7 @@ def summary_line(name, result, f):
                  f"invariants {'held' if f['held'] else 'violated'} ({f['violations']} violations)")
         if f["chaos"]: line += f", {f['chaos']} chaos event{'s' if f['chaos'] != 1 else ''}, {f['reconnects']:,} reconnects (recovery p99 {f['recovery_p99']})"
         line += f", report {f['bytes'] / 1e6:.2f} MB / {f['intervals']} intervals"
+    if result.get("readback"): line += f"; read back: {result['readback']}"
     return line
 
 print(f"bench-soak: {minutes} min per mode ({' '.join(modes)}), {wsload}, {os.cpu_count()} cores, work dir {work}")
@@ -357,6 +359,11 @@ for mode in modes:
         out.write("minute\tseconds\t" + "\t".join(f"{l}_rss_kib" for l in result["labels"]) + "\tload1\n")
         for r in result["rows"]:
             out.write(f"{r['minute']}\t{r['seconds']}\t" + "\t".join(str(r[l]) for l in result["labels"]) + f"\t{r['load']:.2f}\n")
+    if f is not None:
+        readback = subprocess.run([sys.executable, os.path.join(root, "scripts/readback-peaks.py"), wsload, result["report"], work],
+                                  capture_output=True, text=True).stdout
+        print(readback, end="", flush=True)
+        result["readback"] = next((l[len("readback: "):] for l in readback.splitlines() if l.startswith("readback: ")), None)
     summaries.append(summary_line(mode, result, f))
     if f is None or result["exit"] not in (0, 3, 4): failed_modes.append(f"{mode} (exit {result['exit']})")
 

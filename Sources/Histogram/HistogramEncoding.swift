@@ -88,6 +88,33 @@ extension Histogram {
     package init(
         compressedBytes bytes: [UInt8], maximumSlots: Int = Histogram.maximumDecodedCounts
     ) throws(DecodingError) {
+        try Self.checkHeader(bytes)
+        // At most 9 bytes a count: a stream that inflates further cannot fit the layout the caller allows.
+        let limit = Self.payloadHeaderSize + 9 * max(0, min(maximumSlots, Self.maximumDecodedCounts))
+        guard let payload = inflateZlib(Array(bytes[8...]), limit: limit) else {
+            throw DecodingError(offset: 8, reason: "the zlib stream is corrupt or inflates beyond \(limit) bytes")
+        }
+        try self.init(payload: payload, maximumSlots: maximumSlots)
+    }
+
+    /// The slots the blob's layout needs once decoded, read from its payload header alone (the first bytes of the zlib
+    /// stream are inflated, the counts are not): what a reader that keeps blobs compressed charges its budget, refusing
+    /// the same layouts ``init(serialized:maximumSlots:)`` refuses. The counts are checked only when decoded.
+    package static func slotCount(serialized text: String, maximumSlots: Int = Histogram.maximumDecodedCounts)
+        throws(DecodingError) -> Int
+    {
+        guard let bytes = Crypto.base64Decoded(text) else { throw DecodingError(offset: 0, reason: "not base64") }
+        try Self.checkHeader(bytes)
+        guard let prefix = inflateZlib(Array(bytes[8...]), limit: payloadHeaderSize, prefixOnly: true),
+            prefix.count == payloadHeaderSize
+        else {
+            throw DecodingError(offset: 8, reason: "the zlib stream is corrupt or shorter than a payload header")
+        }
+        return try layout(ofPayload: prefix, maximumSlots: maximumSlots).slots
+    }
+
+    /// The 8-byte header: the V2 compressed cookie and the length of what follows.
+    private static func checkHeader(_ bytes: [UInt8]) throws(DecodingError) {
         guard bytes.count >= 8 else { throw DecodingError(offset: 0, reason: "shorter than its 8-byte header") }
         let cookie = bytes.readBigEndianUInt32(at: 0)
         guard cookie & ~0xf0 == Self.compressionCookie & ~0xf0 else {
@@ -97,26 +124,18 @@ extension Histogram {
         guard length == bytes.count - 8 else {
             throw DecodingError(offset: 4, reason: "declares \(length) compressed bytes but \(bytes.count - 8) follow")
         }
-        // At most 9 bytes a count: a stream that inflates further cannot fit the layout the caller allows.
-        let limit = Self.payloadHeaderSize + 9 * max(0, min(maximumSlots, Self.maximumDecodedCounts))
-        guard let payload = inflateZlib(Array(bytes[8...]), limit: limit) else {
-            throw DecodingError(offset: 8, reason: "the zlib stream is corrupt or inflates beyond \(limit) bytes")
-        }
-        try self.init(payload: payload, maximumSlots: maximumSlots)
     }
 
-    init(payload: [UInt8], maximumSlots: Int = Histogram.maximumDecodedCounts) throws(DecodingError) {
+    /// The payload header's layout, checked (cookie, no normalizing offset, a valid layout within `maximumSlots`).
+    private static func layout(ofPayload payload: [UInt8], maximumSlots: Int) throws(DecodingError)
+        -> (lowest: UInt64, highest: UInt64, digits: Int, slots: Int)
+    {
         guard payload.count >= Self.payloadHeaderSize else {
             throw DecodingError(offset: 8, reason: "payload shorter than its \(Self.payloadHeaderSize)-byte header")
         }
         let cookie = payload.readBigEndianUInt32(at: 0)
         guard cookie & ~0xf0 == Self.encodingCookie & ~0xf0 else {
             throw DecodingError(offset: 8, reason: "payload cookie 0x\(String(cookie, radix: 16)) is not V2")
-        }
-        let countsLength = Int(payload.readBigEndianUInt32(at: 4))
-        guard countsLength == payload.count - Self.payloadHeaderSize else {
-            throw DecodingError(offset: 12, reason: "payload declares \(countsLength) count bytes but has "
-                + "\(payload.count - Self.payloadHeaderSize)")
         }
         guard payload.readBigEndianUInt32(at: 8) == 0 else {
             throw DecodingError(offset: 16, reason: "a normalizing index offset is not supported")
@@ -128,13 +147,27 @@ extension Histogram {
             throw DecodingError(offset: 20, reason: "invalid layout \(lowest)...\(highest) at \(digits) digits")
         }
         let limit = min(maximumSlots, Self.maximumDecodedCounts)
-        guard slots <= limit, var histogram = Histogram(
-            validatingLowest: lowest, highest: highest, significantDigits: digits, maximumSlots: limit)
-        else {
+        guard slots <= limit else {
             throw DecodingError(
                 offset: 20, reason: "layout \(lowest)...\(highest) at \(digits) digits needs \(slots) slots, "
                 + (limit < Self.maximumDecodedCounts ? "more than the \(limit) left of the report's decode budget"
                     : "more than the \(Self.maximumDecodedCounts) a histogram may have"))
+        }
+        return (lowest, highest, digits, slots)
+    }
+
+    init(payload: [UInt8], maximumSlots: Int = Histogram.maximumDecodedCounts) throws(DecodingError) {
+        let (lowest, highest, digits, _) = try Self.layout(ofPayload: payload, maximumSlots: maximumSlots)
+        let countsLength = Int(payload.readBigEndianUInt32(at: 4))
+        guard countsLength == payload.count - Self.payloadHeaderSize else {
+            throw DecodingError(offset: 12, reason: "payload declares \(countsLength) count bytes but has "
+                + "\(payload.count - Self.payloadHeaderSize)")
+        }
+        let limit = min(maximumSlots, Self.maximumDecodedCounts)
+        guard var histogram = Histogram(
+            validatingLowest: lowest, highest: highest, significantDigits: digits, maximumSlots: limit)
+        else {
+            throw DecodingError(offset: 20, reason: "invalid layout \(lowest)...\(highest) at \(digits) digits")
         }
         var position = Self.payloadHeaderSize
         var index = 0
@@ -173,7 +206,9 @@ extension Histogram {
     }
 }
 
-private func inflateZlib(_ input: [UInt8], limit: Int) -> [UInt8]? {
+/// `input` inflated, or nil when it is corrupt or inflates beyond `limit` bytes; with `prefixOnly`, only its first
+/// `limit` bytes (fewer when the stream is shorter), the rest left unread.
+private func inflateZlib(_ input: [UInt8], limit: Int, prefixOnly: Bool = false) -> [UInt8]? {
     var stream = z_stream()
     guard wsload_inflateInit2(&stream, 15) == Z_OK else { return nil }
     defer { inflateEnd(&stream) }
@@ -191,6 +226,7 @@ private func inflateZlib(_ input: [UInt8], limit: Int) -> [UInt8]? {
                 return (status, buffer.count - Int(stream.avail_out))
             }
             output += chunk[..<produced]
+            if prefixOnly && output.count >= limit { return Array(output.prefix(limit)) }
             if output.count > limit { return nil }
             switch status {
             case Z_STREAM_END: return stream.avail_in == 0 ? output : nil

@@ -6,13 +6,17 @@ import Profile
 /// percentile of the merged interval — never an average of percentiles — however long the run was.
 package struct HTMLTimeline: Sendable {
     /// One charted point in time: the merged span, the connections live at its end and the most live at the end
-    /// of any interval it merged, and what the span measured.
+    /// of any interval it merged, and what the span measured — its counters, and its histograms at rest (with their
+    /// reported percentiles computed: a chart of p50/p90/p99/p99.9 decodes nothing).
     package struct Bucket: Sendable {
         package var start: Duration
         package var end: Duration
         package var liveConnections: Int
         package var peakConnections: Int
-        package var metrics: MetricSet
+        /// Counters, disconnects and errors (no histograms).
+        package var counts: MetricSet
+        /// The merged histograms, compressed (a clamped count is in the figures only: the charts draw percentiles).
+        package var histograms: [String: CompressedHistogram]
 
         /// The span's length in seconds (0 for a degenerate interval: rates then have no point).
         package var seconds: Double { max(0, (end - start).seconds) }
@@ -21,6 +25,17 @@ package struct HTMLTimeline: Sendable {
 
         /// `count` of the span per second; nil when the span has no length.
         package func perSecond(_ count: UInt64) -> Double? { seconds > 0 ? Double(count) / seconds : nil }
+
+        /// Percentile `percentile` of histogram `name`; nil without samples. A reported percentile is read from the
+        /// figures; another decodes the blob (compressed here from a histogram that decoded: it decodes again).
+        package func value(_ name: String, atPercentile percentile: Double) -> UInt64? {
+            guard let histogram = histograms[name], let figures = histogram.figures, figures.count > 0 else { return nil }
+            if let index = MetricSet.reportedPercentiles.firstIndex(where: { $0.percentile == percentile }) {
+                return figures.percentiles[index]
+            }
+            // Compressed here from a histogram this build held: it decodes (nil only if it did not, never the case).
+            return (try? histogram.decoded(at: name))?.value(atPercentile: percentile)
+        }
     }
 
     /// The most points a chart of the report draws: a few hundred keep a chart readable and the file small (a
@@ -31,8 +46,12 @@ package struct HTMLTimeline: Sendable {
     /// How many intervals each bucket merges (the last may merge fewer).
     package var factor: Int
 
-    /// Merges `intervals` in runs of `factor` = ⌈count / maximumPoints⌉ consecutive intervals.
-    package init(_ intervals: [RunResult.Interval], maximumPoints: Int = HTMLTimeline.maximumPoints) {
+    /// Merges `intervals` in runs of `factor` = ⌈count / maximumPoints⌉ consecutive intervals, decoding one interval
+    /// at a time into the bucket being built and putting each bucket at rest. - Throws: ``ReportFormatError`` for an
+    /// interval blob (of a report read back) that does not decode, by its place.
+    package init(_ intervals: [RunResult.Interval], maximumPoints: Int = HTMLTimeline.maximumPoints)
+        throws(ReportFormatError)
+    {
         let limit = max(1, maximumPoints)
         factor = max(1, (intervals.count + limit - 1) / limit)
         buckets = []
@@ -40,15 +59,19 @@ package struct HTMLTimeline: Sendable {
         var index = 0
         while index < intervals.count {
             let group = intervals[index..<min(intervals.count, index + factor)]
-            var bucket = Bucket(
-                start: group.first!.start, end: group.last!.end, liveConnections: group.last!.liveConnections,
-                peakConnections: group.map(\.liveConnections).max()!, metrics: group.first!.metrics)
+            var metrics = try group.first!.metrics
             for interval in group.dropFirst() {
                 // Intervals of one report share one histogram layout; a crafted file whose layouts differ keeps
                 // what adds (the charts are a view: the report's totals are never computed from them).
-                try? bucket.metrics.add(interval.metrics)
+                let other = try interval.metrics
+                try? metrics.add(other)
             }
-            buckets.append(bucket)
+            var counts = metrics
+            counts.histograms = [:]
+            buckets.append(Bucket(
+                start: group.first!.start, end: group.last!.end, liveConnections: group.last!.liveConnections,
+                peakConnections: group.map(\.liveConnections).max()!, counts: counts,
+                histograms: metrics.histograms.mapValues(CompressedHistogram.init)))
             index += factor
         }
     }
@@ -73,15 +96,12 @@ package struct HTMLTimeline: Sendable {
 
     /// Percentile `percentile` of histogram `name` per bucket (nil where the bucket has no samples).
     package func percentile(_ name: String, _ percentile: Double) -> [(x: Double, y: Double?)] {
-        buckets.map { bucket in
-            guard let histogram = bucket.metrics.histograms[name], histogram.totalCount > 0 else { return (bucket.x, nil) }
-            return (bucket.x, Double(histogram.value(atPercentile: percentile)))
-        }
+        buckets.map { bucket in (bucket.x, bucket.value(name, atPercentile: percentile).map { Double($0) }) }
     }
 
-    /// `count(metrics)` per second of each bucket.
+    /// `count(counts)` per second of each bucket (its counters, disconnects and errors).
     package func rate(_ count: (MetricSet) -> UInt64) -> [(x: Double, y: Double?)] {
-        buckets.map { ($0.x, $0.perSecond(count($0.metrics))) }
+        buckets.map { ($0.x, $0.perSecond(count($0.counts))) }
     }
 
     /// Counter `name` per second of each bucket.

@@ -8,11 +8,11 @@ import Profile
 /// intervals `k × factor ..< (k + 1) × factor`; only the last one may cover fewer (it is still filling up).
 ///
 /// Pure and exact: the entries add up to exactly what was appended (a merge loses no sample, only time resolution),
-/// and memory is O(``maximumCount``) whatever the duration. Entries at rest keep their histograms in HdrHistogram's
-/// compressed form (a few hundred bytes instead of the layout's 188 KB; lossless), and a merge decodes one pair at a
-/// time, so the series of a long run costs a few hundred KB, not hundreds of MB; ``entries`` decodes them all (once, at
-/// the end). Totals are never computed from the series: the run keeps its own. The full-resolution record is the run
-/// journal, streamed to disk as each interval closes.
+/// and memory is O(``maximumCount``) whatever the duration. Entries before the last are at rest (``RunResult/Interval``
+/// with its histograms compressed: a few hundred bytes instead of the layout's 188 KB; lossless), and a merge decodes
+/// one pair at a time, so the series of a long run costs a few hundred KB, not hundreds of MB; ``entries`` hands them
+/// over at rest, decoding none (the report copies their blobs). Totals are never computed from the series: the run
+/// keeps its own. The full-resolution record is the run journal, streamed to disk as each interval closes.
 package struct IntervalSeries: Sendable {
     /// The most entries the series holds (`report.maxIntervals`).
     package let maximumCount: Int
@@ -21,11 +21,11 @@ package struct IntervalSeries: Sendable {
     /// Base intervals appended so far.
     package private(set) var count = 0
     /// The entries before the last, at rest.
-    private var settled: [StoredInterval] = []
-    /// The last entry, still filling up (as it is: base intervals add into it).
+    private var settled: [RunResult.Interval] = []
+    /// The last entry, still filling up (fresh: base intervals add into its histograms in place).
     private var last: RunResult.Interval?
-    /// The histogram slots the entries hold once decoded (8 bytes each): what ``entries`` allocates, and what a reader
-    /// of an untrusted journal bounds.
+    /// The histogram slots the entries hold once decoded (8 bytes each): what decoding every entry would allocate, and
+    /// what a reader of an untrusted journal bounds.
     package private(set) var histogramSlots = 0
 
     /// - Parameter maximumCount: at least 2 (a pair is the least that can be merged); smaller values are taken as 2.
@@ -39,65 +39,73 @@ package struct IntervalSeries: Sendable {
     /// How many entries the series holds.
     package var entryCount: Int { settled.count + (last == nil ? 0 : 1) }
 
-    /// The entries, oldest first, decoded.
-    package var entries: [RunResult.Interval] { settled.map(\.interval) + (last.map { [$0] } ?? []) }
+    /// The entries, oldest first, at rest (the last one compressed too): nothing is decoded.
+    package var entries: [RunResult.Interval] {
+        guard var last else { return settled }
+        last.compress()
+        return settled + [last]
+    }
 
     /// Appends the next base interval: into the last entry while that one covers fewer than ``factor``, else as a new
     /// entry, merging adjacent pairs first when the series is full. - Throws: if two histograms of one name have
     /// different layouts (never for a run's own recorders; possible for intervals read from a file).
-    package mutating func append(_ interval: RunResult.Interval) throws(Histogram.LayoutMismatch) {
+    package mutating func append(_ interval: RunResult.Interval) throws(ReportFormatError) {
         if count / factor >= entryCount && entryCount == maximumCount { try coarsen() }
         if count / factor < entryCount, var filling = last {
             last = nil  // `filling` the only reference: the merge adds into its histograms in place, copying none
             defer { last = filling }
-            let before = Self.slots(filling.metrics)
+            let before = filling.histogramSlots
             try Self.merge(interval, into: &filling)
-            histogramSlots += Self.slots(filling.metrics) - before
+            histogramSlots += filling.histogramSlots - before
         } else {
-            if let previous = last { settled.append(StoredInterval(previous)) }
+            if var previous = last {
+                previous.compress()
+                settled.append(previous)
+            }
             last = interval
-            histogramSlots += Self.slots(interval.metrics)
+            histogramSlots += interval.histogramSlots
         }
         count += 1
     }
 
     /// Merges adjacent pairs of entries, decoding one pair at a time: `factor` doubles, the entries halve (rounded up;
     /// an odd last entry stays alone and now covers fewer than ``factor`` base intervals).
-    private mutating func coarsen() throws(Histogram.LayoutMismatch) {
-        var all = settled
-        if let last { all.append(StoredInterval(last)) }
-        var merged: [StoredInterval] = []
+    private mutating func coarsen() throws(ReportFormatError) {
+        let all = entries
+        var merged: [RunResult.Interval] = []
         merged.reserveCapacity(all.count / 2 + 1)
         for index in stride(from: 0, to: all.count, by: 2) {
             guard index + 1 < all.count else {
                 merged.append(all[index])
                 break
             }
-            var pair = all[index].interval
-            try Self.merge(all[index + 1].interval, into: &pair)
-            merged.append(StoredInterval(pair))
+            var pair = all[index]
+            try Self.merge(all[index + 1], into: &pair)
+            merged.append(pair)
         }
-        last = merged.popLast()?.interval
+        // The new last entry fills up again: held as it is (one entry decoded, whatever the series' length).
+        if let newest = merged.popLast() {
+            last = RunResult.Interval(start: newest.start, end: newest.end, liveConnections: newest.liveConnections,
+                                      metrics: try newest.metrics)
+        }
         settled = merged
         factor *= 2
-        histogramSlots = settled.reduce(last.map { Self.slots($0.metrics) } ?? 0) { $0 + $1.slots }
+        histogramSlots = settled.reduce(last?.histogramSlots ?? 0) { $0 + $1.histogramSlots }
     }
 
     /// The histogram slots `metrics` holds.
     package static func slots(_ metrics: MetricSet) -> Int { metrics.histograms.values.reduce(0) { $0 + $1.slotCount } }
 
     /// `later` added into `earlier`: the span of both, the connections live at the later one's end, and the metrics
-    /// added exactly.
-    package static func merge(_ later: RunResult.Interval, into earlier: inout RunResult.Interval) throws(Histogram.LayoutMismatch) {
-        try earlier.metrics.add(later.metrics)
-        earlier.start = min(earlier.start, later.start)
-        earlier.end = max(earlier.end, later.end)
-        earlier.liveConnections = later.liveConnections
+    /// added exactly (``RunResult/Interval/add(_:)``: an entry at rest is decoded for it and compressed again).
+    package static func merge(_ later: RunResult.Interval, into earlier: inout RunResult.Interval) throws(ReportFormatError) {
+        try earlier.add(later)
     }
 
     /// `intervals` with every run of `ratio` consecutive entries merged into one (the last run may be shorter): what a
-    /// series at factor `f` becomes at factor `f × ratio`. `ratio` 1 or less returns them as they are.
-    package static func coarsened(_ intervals: [RunResult.Interval], by ratio: Int) throws(Histogram.LayoutMismatch)
+    /// series at factor `f` becomes at factor `f × ratio`. `ratio` 1 or less returns them as they are. Entries at rest
+    /// stay so: one run is decoded at a time.
+    package static func coarsened(_ intervals: [RunResult.Interval], by ratio: Int) throws(ReportFormatError)
         -> [RunResult.Interval]
     {
         guard ratio > 1 else { return intervals }
@@ -116,40 +124,5 @@ package struct IntervalSeries: Sendable {
     /// What a report says of this series (``RunResult/IntervalLog``), naming `file` as the full-resolution log.
     package func log(baseSeconds: Double, file: String? = nil) -> RunResult.IntervalLog {
         RunResult.IntervalLog(file: file, count: count, baseSeconds: baseSeconds, factor: factor)
-    }
-}
-
-/// An entry at rest: its histograms in HdrHistogram's compressed form (lossless for every count), the rest as it is.
-/// A histogram holding clamped samples (values past its range) stays as it is: the compressed form does not carry
-/// that count, and the series is exact.
-private struct StoredInterval: Sendable {
-    var start: Duration
-    var end: Duration
-    var liveConnections: Int
-    /// Counters, disconnects, errors, and the histograms kept as they are.
-    var metrics: MetricSet
-    var compressed: [(name: String, bytes: [UInt8])] = []
-    /// The histogram slots once decoded.
-    let slots: Int
-
-    init(_ interval: RunResult.Interval) {
-        start = interval.start
-        end = interval.end
-        liveConnections = interval.liveConnections
-        metrics = interval.metrics
-        slots = IntervalSeries.slots(interval.metrics)
-        for (name, histogram) in interval.metrics.histograms where histogram.clampedCount == 0 {
-            compressed.append((name, histogram.compressedBytes()))
-            metrics.histograms[name] = nil
-        }
-    }
-
-    var interval: RunResult.Interval {
-        var metrics = metrics
-        for (name, bytes) in compressed {
-            // Bytes this build compressed from a histogram it held (at most 2^20 slots: the decoder's limit) decode.
-            if let histogram = try? Histogram(compressedBytes: bytes) { metrics.histograms[name] = histogram }
-        }
-        return RunResult.Interval(start: start, end: end, liveConnections: liveConnections, metrics: metrics)
     }
 }

@@ -97,7 +97,11 @@ package enum MergedIntervalLog {
                     continue
                 }
                 do {
-                    try JournalRecovery.checkedAdd(record.total.metrics, to: &total.total.metrics)
+                    // A journal's records are fresh intervals: their metrics come as they are, nothing decoded.
+                    var metrics = try total.total.metrics
+                    try JournalRecovery.checkedAdd(record.total.metrics, to: &metrics)
+                    total.total = RunResult.Interval(start: total.total.start, end: total.total.end,
+                                                     liveConnections: total.total.liveConnections, metrics: metrics)
                     for scenario in total.scenarios.indices {
                         try JournalRecovery.checkedAdd(record.scenarios[scenario], to: &total.scenarios[scenario])
                     }

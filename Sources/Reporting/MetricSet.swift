@@ -84,17 +84,7 @@ package struct MetricSet: Sendable, Equatable {
         var object = JSONObject()
         for name in histograms.keys.sorted() {
             let histogram = histograms[name]!
-            var entry: JSONObject = [
-                "unit": .string(Self.unit(of: name)), "count": JSONValue(histogram.totalCount), "min": JSONValue(histogram.minimum),
-                "mean": .number(rounded(histogram.mean)), "stdev": .number(rounded(histogram.standardDeviation)),
-            ]
-            for (key, percentile) in Self.reportedPercentiles {
-                entry[key] = JSONValue(histogram.value(atPercentile: percentile))
-            }
-            entry["max"] = JSONValue(histogram.maximum)
-            if histogram.clampedCount > 0 { entry["clamped"] = JSONValue(histogram.clampedCount) }
-            entry["histogram"] = .string(histogram.serialized())
-            object[name] = .object(entry)
+            object[name] = HistogramFigures(histogram).entry(name: name, serialized: histogram.serialized())
         }
         for name in counters.keys.sorted() {
             let count = counters[name]!

@@ -81,10 +81,15 @@ package enum ReportMerger {
             }
             for (index, interval) in try coarsened(report, to: factor).enumerated() {
                 if index < merged.intervals.count {
-                    try add(interval.metrics, to: &merged.intervals[index].metrics, at: "interval \(index + 1)",
-                            of: report, into: first)
-                    accumulate(&merged.intervals[index].liveConnections, interval.liveConnections)
-                    merged.intervals[index].end = max(merged.intervals[index].end, interval.end)
+                    // One entry of each decoded at a time, the sum put at rest again.
+                    let entry = merged.intervals[index]
+                    var sum = try decoded(entry)
+                    try add(try decoded(interval), to: &sum, at: "interval \(index + 1)", of: report, into: first)
+                    var live = entry.liveConnections
+                    accumulate(&live, interval.liveConnections)
+                    merged.intervals[index] = RunResult.Interval(
+                        start: entry.start, end: max(entry.end, interval.end), liveConnections: live, metrics: sum)
+                    merged.intervals[index].compress()
                 } else {
                     merged.intervals.append(interval)
                 }
@@ -122,6 +127,9 @@ package enum ReportMerger {
                 merged.profile.scenarios[position] = merged.scenarios[index].scenario
             }
         }
+        // An entry no other report added to is still as its file had it: decoded once here, so a blob that does not
+        // decode is told now, by its place, and the merged report is written with every entry's figures.
+        for index in merged.intervals.indices { merged.intervals[index] = try withFigures(merged.intervals[index]) }
         (merged.scheduledStart, merged.startSkew) = mergedStart(of: reports)
         merged.evaluateThresholds()
         return merged
@@ -132,7 +140,25 @@ package enum ReportMerger {
         do {
             return try IntervalSeries.coarsened(report.result.intervals, by: factor / report.result.intervalFactor)
         } catch {
-            throw MergeError(description: "\(report.source): intervals: \(error.description)")
+            throw MergeError(description: error.description)  // its path names the report and the interval
+        }
+    }
+
+    /// An entry's metrics, decoded. - Throws: a blob that does not decode, by its place.
+    private static func decoded(_ interval: RunResult.Interval) throws(MergeError) -> MetricSet {
+        do {
+            return try interval.metrics
+        } catch {
+            throw MergeError(description: error.description)
+        }
+    }
+
+    /// ``RunResult/Interval/withFigures()``, failing as a merge.
+    private static func withFigures(_ interval: RunResult.Interval) throws(MergeError) -> RunResult.Interval {
+        do {
+            return try interval.withFigures()
+        } catch {
+            throw MergeError(description: error.description)
         }
     }
 

@@ -105,12 +105,15 @@ package struct LoadedReport: Sendable {
         let total = try reader.metrics(try reader.value(document, "total.metrics"), at: "total.metrics")
         var intervals: [RunResult.Interval] = []
         for (index, entry) in try reader.array(document, "intervals").enumerated() {
+            // Kept at rest: each blob's layout is checked (and charged to the budget), its counts decoded only when
+            // the interval is used (HTML, --hlog, merge, compare).
             let path = "intervals[\(index)]"
-            intervals.append(.init(
-                start: try reader.duration(try reader.number(entry, "start", at: path), at: path + ".start"),
-                end: try reader.duration(try reader.number(entry, "end", at: path), at: path + ".end"),
-                liveConnections: try reader.optionalCount(entry, "connections", at: path) ?? 0,
-                metrics: try reader.metrics(try reader.value(entry, "metrics", at: path), at: path + ".metrics")))
+            let start = try reader.duration(try reader.number(entry, "start", at: path), at: path + ".start")
+            let end = try reader.duration(try reader.number(entry, "end", at: path), at: path + ".end")
+            let live = try reader.optionalCount(entry, "connections", at: path) ?? 0
+            let (counts, histograms) = try reader.intervalMetrics(try reader.value(entry, "metrics", at: path), at: path + ".metrics")
+            intervals.append(.init(start: start, end: end, liveConnections: live, counts: counts, compressed: histograms,
+                                   origin: "\(source): \(path)"))
         }
         let intervalLog = try reader.intervalSeries(document["intervalSeries"], entries: intervals.count)
         var invariants = InvariantReport()
@@ -296,6 +299,24 @@ private struct FieldReader {
     func array(_ root: JSONValue, _ path: String) throws(ReportFormatError) -> [JSONValue] {
         guard let elements = try value(root, path).arrayValue else { throw error(path, "expected an array") }
         return elements
+    }
+
+    /// An interval's metrics: its counters read as ``metrics(_:at:)`` reads them, its histograms kept at rest.
+    mutating func intervalMetrics(_ value: JSONValue, at path: String) throws(ReportFormatError)
+        -> (counts: MetricSet, histograms: [String: CompressedHistogram])
+    {
+        guard let object = value.objectValue else { throw error(path, "expected an object") }
+        var rest = JSONObject()
+        var histograms: [String: CompressedHistogram] = [:]
+        for (name, entry) in object.members {
+            guard let blob = entry["histogram"] else {
+                rest[name] = entry
+                continue
+            }
+            guard let text = blob.stringValue else { throw error(path + "." + name + ".histogram", "expected a string") }
+            histograms[name] = try CompressedHistogram(reading: text, at: "\(source): \(path).\(name).histogram", budget: &budget)
+        }
+        return (try metrics(.object(rest), at: path), histograms)
     }
 
     mutating func metrics(_ value: JSONValue, at path: String) throws(ReportFormatError) -> MetricSet {

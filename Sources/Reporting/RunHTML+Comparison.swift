@@ -9,7 +9,7 @@ extension RunHTML {
     package static func renderComparison(
         base: [RunResult], head: [RunResult], baseLabel: String, headLabel: String, rows: [ComparisonRow],
         isRegression: (ComparisonRow) -> Bool, alpha: Double, toolVersion: String
-    ) -> String {
+    ) throws(ReportFormatError) -> String {
         let regressions = rows.filter(isRegression).count
         let significant = rows.filter { $0.isSignificant(alpha: alpha) }
         let worse = significant.filter { $0.isWorse(alpha: alpha) }.count
@@ -40,14 +40,15 @@ extension RunHTML {
                 + "<td>\(shownChange)</td><td>\(FigureText.pValue(row.pValue))</td>\(verdict)</tr>"
         }
         body += "</table></section>"
-        body += comparisonCharts(base: base, head: head)
+        body += try comparisonCharts(base: base, head: head)
         return page(title: "wsload compare", body: body)
     }
 
     private static func runs(_ count: Int) -> String { "\(count) run\(count == 1 ? "" : "s")" }
 
-    private static func comparisonCharts(base: [RunResult], head: [RunResult]) -> String {
-        let baseTimeline = HTMLTimeline(base.first?.intervals ?? []), headTimeline = HTMLTimeline(head.first?.intervals ?? [])
+    private static func comparisonCharts(base: [RunResult], head: [RunResult]) throws(ReportFormatError) -> String {
+        let baseTimeline = try HTMLTimeline(base.first?.intervals ?? [])
+        let headTimeline = try HTMLTimeline(head.first?.intervals ?? [])
         let label: @Sendable (Double) -> String = { x in
             (headTimeline.bucket(endingAt: x) != nil ? headTimeline : baseTimeline).label(x)
         }

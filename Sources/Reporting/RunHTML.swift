@@ -19,8 +19,9 @@ package enum RunHTML {
     /// Codes charted separately; the rest are summed as `other`.
     static let chartedCodes = 6
 
-    package static func render(_ result: RunResult, toolVersion: String) -> String {
-        let timeline = HTMLTimeline(result.intervals)
+    /// - Throws: ``ReportFormatError`` for an interval blob of a report read back that does not decode, by its place.
+    package static func render(_ result: RunResult, toolVersion: String) throws(ReportFormatError) -> String {
+        let timeline = try HTMLTimeline(result.intervals)
         var body = header(result, toolVersion: toolVersion)
         body += headline(result)
         body += overview(result, timeline)

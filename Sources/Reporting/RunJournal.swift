@@ -262,7 +262,7 @@ package final class RunJournal: Sendable {
             "record": "interval", "index": JSONValue(index),
             "start": .number(RunReport.roundedSeconds(interval.start)), "end": .number(RunReport.roundedSeconds(interval.end)),
             "connections": JSONValue(interval.liveConnections),
-            "metrics": interval.metrics.json(seconds: span, operations: interval.metrics.operations),
+            "metrics": interval.metricsJSON(seconds: span),
             "scenarios": .array(scenarios.map {
                 ["name": .string($0.name), "metrics": $0.metrics.json(seconds: span, operations: $0.metrics.operations)]
             }),

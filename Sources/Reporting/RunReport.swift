@@ -101,14 +101,15 @@ package enum RunReport {
             return .object(entry)
         })
         report["total"] = ["metrics": result.total.json(seconds: seconds, operations: operations(result.total))]
+        // Each interval's histograms are copied at rest (blob and figures), never decoded all at once.
         report["intervals"] = .array(result.intervals.map { interval in
             let span = (interval.end - interval.start).seconds
-            let received = Double(interval.metrics.counter(.messagesReceived))
+            let received = Double(interval.counts.counter(.messagesReceived))
             return [
                 "start": .number(roundedSeconds(interval.start)), "end": .number(roundedSeconds(interval.end)),
                 "connections": JSONValue(interval.liveConnections),
                 "messagesPerSecond": .number(span > 0 ? (received / span * 10).rounded() / 10 : 0),
-                "metrics": interval.metrics.json(seconds: span, operations: operations(interval.metrics)),
+                "metrics": interval.metricsJSON(seconds: span),
             ]
         })
         if let log = result.intervalLog { report["intervalSeries"] = intervalSeries(log) }

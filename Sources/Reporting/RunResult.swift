@@ -4,21 +4,6 @@ import Profile
 
 /// The outcome of a run, ready to be written as a report.
 package struct RunResult: Sendable {
-    /// One report interval: its span of the run, the connections live at its end, and what it measured.
-    package struct Interval: Sendable {
-        package var start: Duration
-        package var end: Duration
-        package var liveConnections: Int
-        package var metrics: MetricSet
-
-        package init(start: Duration, end: Duration, liveConnections: Int, metrics: MetricSet) {
-            self.start = start
-            self.end = end
-            self.liveConnections = liveConnections
-            self.metrics = metrics
-        }
-    }
-
     /// What the report's interval series is (`intervalSeries` in the report): how many base intervals of
     /// `report.interval` it covers, how many each entry merges, and the file beside the report that holds every one.
     package struct IntervalLog: Sendable, Equatable {

@@ -79,12 +79,19 @@ enum CompareCommand: Subcommand {
                     output.printError("warning: \(report.source) is incomplete (recovered from the run journal "
                         + "\(report.result.recoveredFrom ?? "")): it covers only the intervals closed before its run died")
                 }
-                sides.append(ComparisonSide(label: path, runs: reports.map { report in
-                    .init(
-                        metrics: report.result.total,
-                        seconds: min(report.result.elapsed, report.result.profile.duration).seconds,
-                        intervals: report.result.intervals.map { ($0.metrics, ($0.end - $0.start).seconds) })
-                }))
+                var runs: [ComparisonSide.Run] = []
+                for report in reports {
+                    do {
+                        runs.append(.init(
+                            metrics: report.result.total,
+                            seconds: min(report.result.elapsed, report.result.profile.duration).seconds,
+                            intervals: try report.result.intervals.map { (try $0.metrics, ($0.end - $0.start).seconds) }))
+                    } catch {
+                        output.printError("Error: \(error)")
+                        return .invalidInput
+                    }
+                }
+                sides.append(ComparisonSide(label: path, runs: runs))
                 digests.append(Set(reports.map(\.profileDigest)))
                 results.append(reports.map(\.result))
             }
@@ -100,10 +107,16 @@ enum CompareCommand: Subcommand {
             output.writeOutput(table(rows: rows, sides: sides, budgets: budgets, alpha: alpha, markdown: options.has("markdown")))
         }
         if let path = options.value("html") {
-            let html = RunHTML.renderComparison(
-                base: results[0], head: results[1], baseLabel: positional[0], headLabel: positional[1], rows: rows,
-                isRegression: { row in budgets.contains { $0.isExceeded(by: row, alpha: alpha) } }, alpha: alpha,
-                toolVersion: WSLoad.version)
+            let html: String
+            do {
+                html = try RunHTML.renderComparison(
+                    base: results[0], head: results[1], baseLabel: positional[0], headLabel: positional[1], rows: rows,
+                    isRegression: { row in budgets.contains { $0.isExceeded(by: row, alpha: alpha) } }, alpha: alpha,
+                    toolVersion: WSLoad.version)
+            } catch {
+                output.printError("Error: cannot write \(path): \(error)")
+                return .invalidInput
+            }
             do {
                 try RunReport.writeAtomically(html, to: path)
             } catch {

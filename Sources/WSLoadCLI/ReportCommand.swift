@@ -72,13 +72,12 @@ enum ReportCommand: Subcommand {
         let intervalLog = report.result.intervalLog?.file.map {
             URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent($0).path
         }
-        switch writeExports(of: report.result, toolVersion: report.toolVersion, options: options, output: output,
-                            intervalLog: intervalLog) {
-        case nil: return .ioError
-        case let written? where !written.isEmpty:
-            for path in written { output.printError("wrote \(path)") }
+        let exports = writeExports(of: report.result, toolVersion: report.toolVersion, options: options, output: output,
+                                   intervalLog: intervalLog)
+        if let failure = exports.failure { return failure }
+        if !exports.written.isEmpty {
+            for path in exports.written { output.printError("wrote \(path)") }
             return .success
-        default: break
         }
         output.writeOutput(RunSummary.text(report.result, colors: output.usesColor))
         return .success
@@ -145,9 +144,11 @@ extension ReportCommand {
         // A journal left by a run is now the interval log: its own name goes (a run with the same --out may start).
         if let placed, placed.isNew, journalPath.hasSuffix(RunJournal.suffix) { _ = unlink(journalPath) }
         let intervalLog = placed?.path ?? (result.intervalFactor > 1 ? journalPath : nil)
-        guard writeExports(of: result, toolVersion: recovered.toolVersion, options: options, output: output,
-                           intervalLog: intervalLog) != nil
-        else { return .ioError }
+        if let failure = writeExports(of: result, toolVersion: recovered.toolVersion, options: options, output: output,
+                                      intervalLog: intervalLog).failure
+        {
+            return failure
+        }
         output.writeOutput(RunSummary.text(result, colors: output.usesColor))
         output.printError("recovered \(result.intervals.count) intervals from \(journalPath) into \(outPath) "
             + (result.isIncomplete ? "(marked incomplete)" : "(complete: the journal has the run's end record)")
@@ -196,7 +197,8 @@ func writeHistogramLog(of result: RunResult, intervalLog: String?, to path: Stri
         try write(HistogramLog.header(startTime: result.startedAt, comment: "[wsload \(WSLoad.version): \(result.profile.name)]"))
         func writeEntries(of interval: RunResult.Interval) throws {
             for metric in MetricCatalog.latencies {
-                guard let histogram = interval.metrics[histogram: metric], histogram.totalCount > 0 else { continue }
+                // One histogram decoded at a time (a report's intervals are at rest).
+                guard let histogram = try interval.histogram(named: metric.name), histogram.totalCount > 0 else { continue }
                 try write(HistogramLog.line(.init(
                     tag: metric.name, start: interval.start.seconds, length: (interval.end - interval.start).seconds,
                     histogram: histogram)))
@@ -212,11 +214,11 @@ func writeHistogramLog(of result: RunResult, intervalLog: String?, to path: Stri
     }
 }
 
-/// Writes the exports `options` ask for (`--hlog`, `--html`) atomically; returns the paths written, or
-/// nil after reporting a file that could not be written. `intervalLog` is the full-resolution interval log a
+/// Writes the exports `options` ask for (`--hlog`, `--html`) atomically; returns the paths written, or the exit code
+/// after reporting a file that could not be written (74) or an interval of the report that does not decode (65). `intervalLog` is the full-resolution interval log a
 /// downsampled result names (resolved to a path), which `--hlog` reads.
 func writeExports(of result: RunResult, toolVersion: String, options: Arguments, output: CommandOutput,
-                  intervalLog: String? = nil, onProblem: (String) -> Void = { _ in }) -> [String]? {
+                  intervalLog: String? = nil, onProblem: (String) -> Void = { _ in }) -> (written: [String], failure: ExitCode?) {
     func fail(_ problem: String) {
         output.printError("Error: " + problem)
         onProblem(problem)
@@ -225,23 +227,33 @@ func writeExports(of result: RunResult, toolVersion: String, options: Arguments,
     if let path = options.value("hlog") {
         do {
             try writeHistogramLog(of: result, intervalLog: intervalLog, to: path, output: output)
+        } catch let error as ReportFormatError {
+            fail("cannot write \(path): \(error)")
+            return (written, .invalidInput)
         } catch let error as JournalFormatError {
             fail("cannot write \(path): \(error)")
-            return nil
+            return (written, .ioError)
         } catch {
             fail("cannot write \(path): \(error.localizedDescription)")
-            return nil
+            return (written, .ioError)
         }
         written.append(path)
     }
     if let path = options.value("html") {
+        let html: String
         do {
-            try RunReport.writeAtomically(RunHTML.render(result, toolVersion: toolVersion), to: path)
+            html = try RunHTML.render(result, toolVersion: toolVersion)
+        } catch {
+            fail("cannot write \(path): \(error)")
+            return (written, .invalidInput)
+        }
+        do {
+            try RunReport.writeAtomically(html, to: path)
         } catch {
             fail("cannot write \(path): \(error.localizedDescription)")
-            return nil
+            return (written, .ioError)
         }
         written.append(path)
     }
-    return written
+    return (written, nil)
 }

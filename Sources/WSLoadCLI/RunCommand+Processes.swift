@@ -114,8 +114,10 @@ extension RunCommand {
         } else if !isQuiet {
             output.writeOutput(RunSummary.text(merged, colors: output.usesColor))
         }
-        if exit == .success, writeExports(of: merged, toolVersion: WSLoad.version, options: options, output: output) == nil {
-            exit = .ioError
+        if exit == .success, let failure = writeExports(of: merged, toolVersion: WSLoad.version, options: options,
+                                                        output: output).failure
+        {
+            exit = failure
         }
         if exit == .success, let junit = options.value("junit"), !writeJUnit(of: merged, to: junit, output: output) {
             exit = .ioError

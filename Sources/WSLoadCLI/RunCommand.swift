@@ -249,10 +249,11 @@ enum RunCommand: Subcommand {
         let intervalLog = result.intervalLog?.file.map {
             URL(fileURLWithPath: reportPath).deletingLastPathComponent().appendingPathComponent($0).path
         }
-        if exit == .success, writeExports(of: result, toolVersion: WSLoad.version, options: options, output: output,
-                                          intervalLog: intervalLog, onProblem: { problems.append($0) }) == nil
+        if exit == .success, let failure = writeExports(of: result, toolVersion: WSLoad.version, options: options,
+                                                        output: output, intervalLog: intervalLog,
+                                                        onProblem: { problems.append($0) }).failure
         {
-            exit = .ioError
+            exit = failure
         }
         // Written whatever else failed: a report or an export that could not be written is a failing case of its own.
         if let junit = options.value("junit"), !writeJUnit(of: result, problems: problems, to: junit, output: output) {

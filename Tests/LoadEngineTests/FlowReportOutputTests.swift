@@ -78,7 +78,7 @@ struct FlowReportOutputTests {
         var interval = flowMetrics(join: hostile, pushed: "<b>said</b>")
         interval.counters["ws.connect_attempts"] = 1
         let report = try SyntheticReport.loaded(intervals: [interval, interval])
-        let html = RunHTML.render(report.result, toolVersion: "test")
+        let html = try RunHTML.render(report.result, toolVersion: "test")
         #expect(!html.contains("<script>alert") && !html.contains("<b>"))
         #expect(html.contains("<section id=\"flow\"><h2>Flow steps</h2>"))
         #expect(html.contains("<td class=\"text\">&lt;script&gt;alert(1)&lt;/script&gt;</td><td>20</td><td>4</td><td>16.667%</td>"))
@@ -92,7 +92,7 @@ struct FlowReportOutputTests {
         // A run without flow metrics has no flow section.
         var random = SeededRandomNumberGenerator(seed: 1)
         let plain = try SyntheticReport.loaded(total: SyntheticReport.echoMetrics(median: 1000, count: 100, random: &random))
-        #expect(!RunHTML.render(plain.result, toolVersion: "test").contains("id=\"flow\""))
+        #expect(try !RunHTML.render(plain.result, toolVersion: "test").contains("id=\"flow\""))
     }
 
     @Test("compare shows steps as flow.step{step=X} rows, a regressed step, a step error rate, added and removed steps")

@@ -43,7 +43,7 @@ struct IntervalSeriesReportTests {
         }
         for order in [[fine, coarse], [coarse, fine]] {
             let merged = try ReportMerger.merge(order)
-            #expect(merged.intervals.map { Self.json($0.metrics) } == expected.map(Self.json), "each entry: 4 base intervals of each shard")
+            #expect(try merged.intervals.map { Self.json(try $0.metrics) } == expected.map(Self.json), "each entry: 4 base intervals of each shard")
             #expect(merged.intervalLog == RunResult.IntervalLog(file: nil, count: 8, baseSeconds: 1, factor: 4),
                     "no one file holds every interval of a merge")
             var total = MetricSet()
@@ -175,7 +175,7 @@ struct IntervalSeriesReportTests {
         #expect(fromFile.result.intervals.count <= 50 && fromFile.result.intervals.count > 25)
         // A recovery names no file itself: `report --recover` places the journal beside the report it writes and names that.
         #expect(fromFile.result.intervalLog == RunResult.IntervalLog(file: nil, count: 900, baseSeconds: 1, factor: 32))
-        #expect(fromFile.result.intervals.map { Self.json($0.metrics) } == fromBytes.result.intervals.map { Self.json($0.metrics) })
+        #expect(try fromFile.result.intervals.map { Self.json(try $0.metrics) } == fromBytes.result.intervals.map { Self.json(try $0.metrics) })
         #expect(fromFile.result.elapsed == .seconds(900))
     }
 

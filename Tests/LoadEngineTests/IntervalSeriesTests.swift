@@ -63,12 +63,13 @@ struct IntervalSeriesTests {
             check(entries.count == series.entryCount, "entries decoded: \(entries.count)")
             var merged = MetricSet()
             for (position, entry) in entries.enumerated() {
-                try merged.add(entry.metrics)
+                let metrics = try entry.metrics
+                try merged.add(metrics)
                 // Entry k covers base intervals k×factor ..< (k+1)×factor; only the last may cover fewer.
                 let first = position * series.factor
                 let last = min(count, first + series.factor) - 1
-                check(entry.metrics.counter(.messagesSent) == UInt64(last - first + 1), "entry \(position) after \(count): "
-                    + "\(entry.metrics.counter(.messagesSent)) base intervals, \(last - first + 1) due")
+                check(metrics.counter(.messagesSent) == UInt64(last - first + 1), "entry \(position) after \(count): "
+                    + "\(metrics.counter(.messagesSent)) base intervals, \(last - first + 1) due")
                 check(entry.start == appended[first].start && entry.end == appended[last].end,
                       "entry \(position) after \(count): span \(entry.start)–\(entry.end), not the union")
                 check(entry.liveConnections == appended[last].liveConnections, "entry \(position): live, not the later one's")
@@ -77,7 +78,7 @@ struct IntervalSeriesTests {
                 }
             }
             check(json(merged) == json(sum), "after \(count): the entries do not add up to what was appended")
-            check(series.histogramSlots == entries.reduce(0) { $0 + IntervalSeries.slots($1.metrics) }, "histogramSlots after \(count)")
+            check(series.histogramSlots == entries.reduce(0) { $0 + $1.histogramSlots }, "histogramSlots after \(count)")
         }
         check(maximum < 130 ? series.factor > 1 : series.factor == 1, "final factor \(series.factor)")
         return problems
@@ -89,7 +90,7 @@ struct IntervalSeriesTests {
         var random = SeededRandomNumberGenerator(seed: 1)
         for index in 0..<10 { try series.append(Self.base(index, random: &random)) }
         #expect(series.factor == 4)
-        #expect(series.entries.map { $0.metrics.counter(.messagesSent) } == [4, 4, 2])
+        #expect(series.entries.map { $0.counts.counter(.messagesSent) } == [4, 4, 2])
         #expect(series.entries.map(\.start) == [.seconds(0), .seconds(4), .seconds(8)])
         #expect(series.entries.last?.end == .seconds(10))
         #expect(series.log(baseSeconds: 0.1, file: "r.intervals.jsonl")
@@ -103,7 +104,7 @@ struct IntervalSeriesTests {
         for index in 0..<4 { try series.append(Self.base(index, random: &random)) }
         // 3 entries of 1, full; the 4th coarsens to (0,1),(2) and joins (2).
         #expect(series.factor == 2)
-        #expect(series.entries.map { $0.metrics.counter(.messagesSent) } == [2, 2])
+        #expect(series.entries.map { $0.counts.counter(.messagesSent) } == [2, 2])
     }
 
     @Test("clamped samples survive an entry at rest and a merge (the compressed form does not carry their count)")
@@ -118,8 +119,8 @@ struct IntervalSeriesTests {
             try series.append(.init(start: .seconds(index), end: .seconds(index + 1), liveConnections: 1, metrics: metrics))
         }
         let entries = series.entries
-        #expect(entries.map { $0.metrics[histogram: .messageRoundTrip]?.clampedCount } == [4, 1])
-        #expect(entries.map { $0.metrics[histogram: .messageRoundTrip]?.totalCount } == [8, 2])
+        #expect(try entries.map { try $0.histogram(named: Metric.messageRoundTrip.name)?.clampedCount } == [4, 1])
+        #expect(try entries.map { try $0.histogram(named: Metric.messageRoundTrip.name)?.totalCount } == [8, 2])
     }
 
     @Test("histograms of another layout in one series are refused (possible only in a crafted file)")
@@ -132,7 +133,7 @@ struct IntervalSeriesTests {
         try series.append(.init(start: .seconds(2), end: .seconds(3), liveConnections: 0, metrics: metrics))
         // Factor 2 now: the next base interval adds into the last entry.
         metrics[histogram: .messageRoundTrip] = Histogram(lowestDiscernibleValue: 1, highestTrackableValue: 1000, significantDigits: 2)
-        #expect(throws: Histogram.LayoutMismatch.self) {
+        #expect(throws: ReportFormatError.self) {
             try series.append(.init(start: .seconds(3), end: .seconds(4), liveConnections: 0, metrics: metrics))
         }
     }
@@ -143,7 +144,7 @@ struct IntervalSeriesTests {
         let intervals = (0..<7).map { Self.base($0, random: &random) }
         #expect(try IntervalSeries.coarsened(intervals, by: 1).map(\.start) == intervals.map(\.start))
         let byFour = try IntervalSeries.coarsened(intervals, by: 4)
-        #expect(byFour.map { $0.metrics.counter(.messagesSent) } == [4, 3])
+        #expect(byFour.map { $0.counts.counter(.messagesSent) } == [4, 3])
         #expect(byFour.map(\.end) == [.seconds(4), .seconds(7)])
         #expect(byFour.map(\.liveConnections) == [4, 7])
     }

@@ -18,7 +18,7 @@ private func loaded(_ result: RunResult, source: String) throws -> LoadedReport 
 private func side(_ reports: [LoadedReport], label: String) -> ComparisonSide {
     ComparisonSide(label: label, runs: reports.map { report in
         .init(metrics: report.result.total, seconds: min(report.result.elapsed, report.result.profile.duration).seconds,
-              intervals: report.result.intervals.map { ($0.metrics, ($0.end - $0.start).seconds) })
+              intervals: report.result.intervals.map { ((try? $0.metrics) ?? MetricSet(), ($0.end - $0.start).seconds) })
     })
 }
 

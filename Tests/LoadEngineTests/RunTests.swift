@@ -67,7 +67,7 @@ struct RunTests {
         #expect(result.unfinishedConnections == 0 && result.liveHandlesAfterStop == 0 && result.waitingTasksAfterStop == 0)
         #expect(result.thresholdsPassed && result.interruptedBy == nil && result.abortedBy == nil)
         #expect(result.intervals.count >= 1)
-        #expect(result.intervals.reduce(0) { $0 + $1.metrics.count("ws.messages_received") } == metrics.count("ws.messages_received"))
+        #expect(result.intervals.reduce(0) { $0 + $1.counts.count("ws.messages_received") } == metrics.count("ws.messages_received"))
 
         // The report: versioned, secrets gone, digest of what it embeds, histograms lossless.
         let report = RunReport.json(result, toolVersion: "test", commit: nil)

@@ -77,14 +77,14 @@ struct IntervalLogTests {
         let again = try LoadedReport(contentsOf: scratch.path("x.json"))
         #expect(again.result.total.json(seconds: 1, operations: 0) == report.result.total.json(seconds: 1, operations: 0))
         #expect(FileManager.default.fileExists(atPath: scratch.path("x.intervals.jsonl")))
-        #expect(again.result.intervals.map { json($0.metrics) } == report.result.intervals.map { json($0.metrics) })
+        #expect(try again.result.intervals.map { json(try $0.metrics) } == report.result.intervals.map { json(try $0.metrics) })
         #expect(again.result.intervalLog == RunResult.IntervalLog(file: "x.intervals.jsonl", count: log.count, baseSeconds: 0.1,
                                                                   factor: log.factor))
 
         // --hlog wrote every base interval with samples, not the report's merged ones; `report --hlog` writes the same.
         let hlog = try String(contentsOfFile: scratch.path("out/r.hlog"), encoding: .utf8)
         let tagged = hlog.split(separator: "\n").filter { $0.hasPrefix("Tag=ws.message_rtt,") }
-        let withSamples = base.filter { ($0.metrics[histogram: .messageRoundTrip]?.totalCount ?? 0) > 0 }
+        let withSamples = try base.filter { ((try $0.histogram(named: Metric.messageRoundTrip.name))?.totalCount ?? 0) > 0 }
         #expect(tagged.count == withSamples.count && tagged.count > report.result.intervals.count, "\(tagged.count) lines")
         let exported = await runCLIArray(["report", out, "--hlog", scratch.path("again.hlog")])
         #expect(exported.code == .success, "\(exported.error)")

@@ -25,7 +25,7 @@ package struct Histogram: Sendable, Equatable {
     /// The number of values recorded.
     package internal(set) var totalCount: UInt64 = 0
     /// How many recorded values exceeded ``highestTrackableValue`` and were stored as it.
-    package private(set) var clampedCount: UInt64 = 0
+    package internal(set) var clampedCount: UInt64 = 0
     /// The exact smallest and largest values recorded (`UInt64.max` / 0 when empty).
     package internal(set) var minimumRecorded: UInt64 = .max
     package internal(set) var maximumRecorded: UInt64 = 0
@@ -169,6 +169,14 @@ package struct Histogram: Sendable, Equatable {
             && significantDigits == other.significantDigits
     }
 
+    /// Throws unless a histogram of this range and precision has this layout (so that adding it is exact).
+    func checkLayout(_ lowest: UInt64, _ highest: UInt64, _ digits: Int) throws(LayoutMismatch) {
+        guard lowestDiscernibleValue == lowest, highestTrackableValue == highest, significantDigits == digits else {
+            throw LayoutMismatch(description: "cannot add a histogram of range \(lowest)...\(highest)/\(digits) digits to "
+                + "one of range \(lowestDiscernibleValue)...\(highestTrackableValue)/\(significantDigits) digits")
+        }
+    }
+
     /// Two histograms of different layouts (precision or range) cannot be added exactly.
     package struct LayoutMismatch: Error, Sendable, CustomStringConvertible {
         package var description: String
@@ -177,11 +185,7 @@ package struct Histogram: Sendable, Equatable {
     /// Adds every count of `other`: exact, because both share one layout.
     /// - Throws: ``LayoutMismatch`` if the layouts differ (nothing is added).
     package mutating func add(_ other: Histogram) throws(LayoutMismatch) {
-        guard hasSameLayout(as: other) else {
-            throw LayoutMismatch(description: "cannot add a histogram of range \(other.lowestDiscernibleValue)..."
-                + "\(other.highestTrackableValue)/\(other.significantDigits) digits to one of range "
-                + "\(lowestDiscernibleValue)...\(highestTrackableValue)/\(significantDigits) digits")
-        }
+        try checkLayout(other.lowestDiscernibleValue, other.highestTrackableValue, other.significantDigits)
         guard other.totalCount > 0 else { return }
         let slots = other.recordedSlots
         counts.withUnsafeMutableBufferPointer { mine in

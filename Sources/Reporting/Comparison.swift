@@ -9,14 +9,18 @@ package struct ComparisonSide: Sendable {
         package var metrics: MetricSet
         /// The measured duration, for rates.
         package var seconds: Double
-        /// The run's interval series (metrics and length in seconds): the within-run variation a
-        /// single-run comparison tests against.
-        package var intervals: [(metrics: MetricSet, seconds: Double)]
+        /// The run's interval series, each interval's figures with its histograms sparse: the within-run variation
+        /// a single-run comparison tests against (600 intervals of 7 latency histograms would be 790 MB dense).
+        package var intervals: [IntervalSample]
 
-        package init(metrics: MetricSet, seconds: Double, intervals: [(metrics: MetricSet, seconds: Double)] = []) {
+        package init(metrics: MetricSet, seconds: Double, intervals: [IntervalSample]) {
             self.metrics = metrics
             self.seconds = seconds
             self.intervals = intervals
+        }
+
+        package init(metrics: MetricSet, seconds: Double, intervals: [(metrics: MetricSet, seconds: Double)] = []) {
+            self.init(metrics: metrics, seconds: seconds, intervals: intervals.map { IntervalSample($0.metrics, seconds: $0.seconds) })
         }
     }
 
@@ -36,9 +40,8 @@ package struct ComparisonSide: Sendable {
     }
 }
 
-/// The figures a comparison reads from a set of metrics: what is summed when runs or intervals pool.
-struct Sample {
-    var histograms: [String: Histogram] = [:]
+/// The counted figures a comparison reads from a set of metrics (beside its histograms).
+package struct SampleFigures: Sendable {
     var received: Double = 0
     var errors: Double = 0
     var operations: Double = 0
@@ -48,8 +51,7 @@ struct Sample {
 
     init() {}
 
-    init(_ metrics: MetricSet, seconds: Double, only names: Set<String>? = nil) {
-        for (name, histogram) in metrics.histograms where names?.contains(name) ?? true { histograms[name] = histogram }
+    init(_ metrics: MetricSet, seconds: Double) {
         received = Double(metrics.counter(.messagesReceived))
         errors = Double(metrics.errorCount)
         // Unlike the report's error rate, compare leaves transfers out of the operations (kept as it was).
@@ -60,17 +62,71 @@ struct Sample {
         }
     }
 
+    mutating func add(_ other: SampleFigures) {
+        received += other.received
+        errors += other.errors
+        operations += other.operations
+        seconds += other.seconds
+        for (step, count) in other.stepErrors { stepErrors[step, default: 0] += count }
+    }
+}
+
+/// One interval of a run as a comparison keeps it: its figures, and its histograms sparse (a few KB each).
+package struct IntervalSample: Sendable {
+    var histograms: [String: SparseHistogram] = [:]
+    var figures: SampleFigures
+
+    /// `metrics` may be dropped once this is made: nothing of it is kept dense.
+    package init(_ metrics: MetricSet, seconds: Double) {
+        for (name, histogram) in metrics.histograms { histograms[name] = SparseHistogram(histogram) }
+        figures = SampleFigures(metrics, seconds: seconds)
+    }
+
+    var seconds: Double { figures.seconds }
+
+    /// The same interval with only the histograms `names` holds.
+    func only(_ names: Set<String>) -> IntervalSample {
+        var copy = self
+        copy.histograms = histograms.filter { names.contains($0.key) }
+        return copy
+    }
+}
+
+/// The figures a comparison reads from a set of metrics: what is summed when runs or intervals pool.
+struct Sample {
+    var histograms: [String: Histogram] = [:]
+    var figures = SampleFigures()
+
+    init() {}
+
+    init(_ metrics: MetricSet, seconds: Double, only names: Set<String>? = nil) {
+        for (name, histogram) in metrics.histograms where names?.contains(name) ?? true { histograms[name] = histogram }
+        figures = SampleFigures(metrics, seconds: seconds)
+    }
+
+    var received: Double { figures.received }
+    var errors: Double { figures.errors }
+    var operations: Double { figures.operations }
+    var seconds: Double { figures.seconds }
+    /// `flow.step_errors.<step>` by step.
+    var stepErrors: [String: Double] { figures.stepErrors }
+
     mutating func add(_ other: Sample) {
         for (name, histogram) in other.histograms {
             // A histogram of another layout (another build's bounds) cannot add exactly; the pooled sample
             // keeps what does add rather than failing the whole comparison (merge refuses such reports).
             if histograms[name] == nil { histograms[name] = histogram } else { try? histograms[name]!.add(histogram) }
         }
-        received += other.received
-        errors += other.errors
-        operations += other.operations
-        seconds += other.seconds
-        for (step, count) in other.stepErrors { stepErrors[step, default: 0] += count }
+        figures.add(other.figures)
+    }
+
+    /// Adds an interval: its sparse histograms into this sample's dense ones (exactly as the dense add would).
+    mutating func add(_ other: IntervalSample) {
+        for (name, histogram) in other.histograms {
+            // As above: a histogram of another layout is left out of the pool (try? on purpose).
+            try? histograms[name, default: histogram.emptyDense()].add(histogram)
+        }
+        figures.add(other.figures)
     }
 
     /// A flow step's failures and executions (successes in `flow.step.<step>` plus failures).
@@ -274,20 +330,20 @@ package enum Comparator {
     }
 
     /// A single run's intervals as samples, if there are at least two with data.
-    private static func intervals(of side: ComparisonSide, _ names: Set<String>) -> [Sample]? {
+    private static func intervals(of side: ComparisonSide, _ names: Set<String>) -> [IntervalSample]? {
         guard side.runs.count == 1 else { return nil }
-        let samples = side.runs[0].intervals.filter { $0.seconds > 0 }.map { Sample($0.metrics, seconds: $0.seconds, only: names) }
+        let samples = side.runs[0].intervals.filter { $0.seconds > 0 }.map { $0.only(names) }
         return samples.count >= 2 ? samples : nil
     }
 
     /// Resamples each side's intervals with replacement, pools them, and counts how often the pooled
     /// statistic's difference crosses zero: a two-sided p-value per statistic.
-    static func blockBootstrap(_ base: [Sample], _ head: [Sample], _ statistics: [Statistic], replicates: Int) -> [Double] {
+    static func blockBootstrap(_ base: [IntervalSample], _ head: [IntervalSample], _ statistics: [Statistic], replicates: Int) -> [Double] {
         var random = SeededRandomNumberGenerator(seed: 0x5753_4C4F_4144)
         var below = [Int](repeating: 0, count: statistics.count)
         var above = [Int](repeating: 0, count: statistics.count)
         var valid = [Int](repeating: 0, count: statistics.count)
-        func resample(_ intervals: [Sample]) -> Sample {
+        func resample(_ intervals: [IntervalSample]) -> Sample {
             var pooled = Sample()
             for _ in intervals.indices { pooled.add(intervals[Int(random.next() % UInt64(intervals.count))]) }
             return pooled

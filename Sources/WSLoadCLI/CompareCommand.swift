@@ -85,7 +85,10 @@ enum CompareCommand: Subcommand {
                         runs.append(.init(
                             metrics: report.result.total,
                             seconds: min(report.result.elapsed, report.result.profile.duration).seconds,
-                            intervals: try report.result.intervals.map { (try $0.metrics, ($0.end - $0.start).seconds) }))
+                            intervals: try report.result.intervals.map {
+                                // One interval decoded at a time, kept sparse.
+                                IntervalSample(try $0.metrics, seconds: ($0.end - $0.start).seconds)
+                            }))
                     } catch {
                         output.printError("Error: \(error)")
                         return .invalidInput

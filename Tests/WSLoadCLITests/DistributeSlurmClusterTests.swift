@@ -123,8 +123,18 @@ struct DistributeSlurmClusterTests {
             if isRunning && processes.filter({ $0.what == "slurmstepd" }).count >= 3 { break }
             try await Task.sleep(for: .milliseconds(250))
         }
-        #expect(processes.contains { $0.what.contains("wsload") && $0.what.contains(" run ") }, "the shards run: \(processes)")
-        #expect(processes.filter { $0.what == "slurmstepd" }.count >= 3, "\(processes)")
+        // When they did not show up, what Slurm said of its queue and node goes with the failure (once seen under a
+        // full suite, never alone).
+        var state = ""
+        if !(processes.contains { $0.what.contains("wsload") && $0.what.contains(" run ") })
+            || processes.filter({ $0.what == "slurmstepd" }).count < 3
+        {
+            let queue = try await runScript(["squeue", "--all", "-o", "%i %j %T %r"], environment: environment)
+            let node = try await runScript(["sinfo", "-N", "-o", "%N %T %E"], environment: environment)
+            state = "; squeue: \(queue.output) \(queue.errors); sinfo: \(node.output) \(node.errors)"
+        }
+        #expect(processes.contains { $0.what.contains("wsload") && $0.what.contains(" run ") }, "the shards run: \(processes)\(state)")
+        #expect(processes.filter { $0.what == "slurmstepd" }.count >= 3, "\(processes)\(state)")
         return processes
     }
 

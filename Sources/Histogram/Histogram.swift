@@ -25,7 +25,7 @@ package struct Histogram: Sendable, Equatable {
     /// The number of values recorded.
     package internal(set) var totalCount: UInt64 = 0
     /// How many recorded values exceeded ``highestTrackableValue`` and were stored as it.
-    package internal(set) var clampedCount: UInt64 = 0
+    package private(set) var clampedCount: UInt64 = 0
     /// The exact smallest and largest values recorded (`UInt64.max` / 0 when empty).
     package internal(set) var minimumRecorded: UInt64 = .max
     package internal(set) var maximumRecorded: UInt64 = 0
@@ -197,12 +197,18 @@ package struct Histogram: Sendable, Equatable {
                 }
             }
         }
-        let (total, totalOverflow) = totalCount.addingReportingOverflow(other.totalCount)
-        totalCount = totalOverflow ? .max : total
-        let (clamped, clampedOverflow) = clampedCount.addingReportingOverflow(other.clampedCount)
-        clampedCount = clampedOverflow ? .max : clamped
-        minimumRecorded = min(minimumRecorded, other.minimumRecorded)
-        maximumRecorded = max(maximumRecorded, other.maximumRecorded)
+        addSummary(total: other.totalCount, clamped: other.clampedCount, minimum: other.minimumRecorded,
+                   maximum: other.maximumRecorded)
+    }
+
+    /// Adds another histogram's totals and extremes once its counts are added (saturating, as the counts do).
+    mutating func addSummary(total: UInt64, clamped: UInt64, minimum: UInt64, maximum: UInt64) {
+        let (sum, totalOverflow) = totalCount.addingReportingOverflow(total)
+        totalCount = totalOverflow ? .max : sum
+        let (clampedSum, clampedOverflow) = clampedCount.addingReportingOverflow(clamped)
+        clampedCount = clampedOverflow ? .max : clampedSum
+        minimumRecorded = min(minimumRecorded, minimum)
+        maximumRecorded = max(maximumRecorded, maximum)
     }
 
     // MARK: Values of slots

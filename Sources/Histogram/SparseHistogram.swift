@@ -53,11 +53,7 @@ extension Histogram {
                 mine[Int(slot)] = overflow ? .max : sum
             }
         }
-        let (total, totalOverflow) = totalCount.addingReportingOverflow(other.totalCount)
-        totalCount = totalOverflow ? .max : total
-        let (clamped, clampedOverflow) = clampedCount.addingReportingOverflow(other.clampedCount)
-        clampedCount = clampedOverflow ? .max : clamped
-        minimumRecorded = min(minimumRecorded, other.minimumRecorded)
-        maximumRecorded = max(maximumRecorded, other.maximumRecorded)
+        addSummary(total: other.totalCount, clamped: other.clampedCount, minimum: other.minimumRecorded,
+                   maximum: other.maximumRecorded)
     }
 }

@@ -24,21 +24,10 @@ extension RunCommand {
             return .ioError
         case .success(let made): directory = made
         }
-        let signalLoop: EventLoop
-        let live: LiveOutputs
-        do {
-            signalLoop = try EventLoop(index: 0)
-        } catch {
-            output.printError("Error: \(error)")
-            return .failure
-        }
+        guard let (signalLoop, live) = await startSignalLoopAndLive(liveOptions, profile: profile, runID: RunResult.newRunID(),
+                                                                    shard: nil, output: output)
+        else { return .failure }
         defer { _ = signalLoop.shutdown() }
-        do {
-            live = try await LiveOutputs.start(liveOptions, profile: profile, runID: RunResult.newRunID(), shard: nil, output: output)
-        } catch {
-            output.printError("Error: \(error)")
-            return .failure
-        }
         let display = ProgressDisplay(output: output, isTerminal: output.isErrorTerminal, isQuiet: isQuiet)
         var forwarded: [String] = []
         for name in Arguments.profileOverrideOptions.sorted() {
@@ -142,6 +131,26 @@ extension RunCommand {
     }
 
     /// A new directory only this user can enter, for the shards' reports: beside `out`, or under `$TMPDIR`.
+    /// The loop that takes the shutdown signals, and the live endpoints (`--metrics`, `--dashboard`) started: nil
+    /// when either fails, the error printed (and the loop shut down). The caller shuts the loop down after the run.
+    static func startSignalLoopAndLive(_ options: LiveOutputs.Options, profile: Profile, runID: String, shard: Shard?,
+                                       output: CommandOutput) async -> (EventLoop, LiveOutputs)? {
+        let signalLoop: EventLoop
+        do {
+            signalLoop = try EventLoop(index: 0)
+        } catch {
+            output.printError("Error: \(error)")
+            return nil
+        }
+        do {
+            return (signalLoop, try await LiveOutputs.start(options, profile: profile, runID: runID, shard: shard, output: output))
+        } catch {
+            output.printError("Error: \(error)")
+            _ = signalLoop.shutdown()
+            return nil
+        }
+    }
+
     static func makePrivateDirectory(beside out: String?) -> Result<String, UsageError> {
         let parent = out.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
             ?? (ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp")

@@ -166,21 +166,10 @@ enum RunCommand: Subcommand {
                                  reportPath: pathOfReport,
                                  onProblem: { output.printError((output.isErrorTerminal ? "\n" : "") + "warning: run journal: \($0); the run goes on without it") })
 
-        let signalLoop: EventLoop
-        do {
-            signalLoop = try EventLoop(index: 0)
-        } catch {
-            output.printError("Error: \(error)")
-            return .failure
-        }
+        guard let (signalLoop, live) = await startSignalLoopAndLive(liveOptions, profile: profile, runID: journal.runID,
+                                                                    shard: shard, output: output)
+        else { return .failure }
         defer { _ = signalLoop.shutdown() }
-        let live: LiveOutputs
-        do {
-            live = try await LiveOutputs.start(liveOptions, profile: profile, runID: journal.runID, shard: shard, output: output)
-        } catch {
-            output.printError("Error: \(error)")
-            return .failure
-        }
         let outcome: Result<RunResult, any Error>
         do {
             let result = try await withShutdownSignals(on: signalLoop) { shutdown in

@@ -180,10 +180,12 @@ def table(title, columns, rows):
 def measure(tool, body):
     """Runs one measurement against its own fresh server; `body(server)` returns a figures dict or None."""
     kind, run = body
-    server = Server(kind)
+    server, load_before = Server(kind), load()
     try:
         figures = run(server)
-        if figures is not None: figures["server_cpu"] = server.cpu()
+        if figures is not None:
+            figures["server_cpu"] = server.cpu()
+            figures["note"] += f", load {load_before}"
         return figures
     finally:
         server.stop()
@@ -220,13 +222,14 @@ if "closed" in parts:
                 print(f"  round {round_number} {tool}: {figures['rate']:,.0f} msgs/s, {figures['msgs'] / figures['cpu']:,.0f}"
                       f" msgs per client CPU-s ({figures['cpu']:.2f} CPU-s), peak RSS {figures['rss']:.1f} MB, server"
                       f" {figures['server_cpu']:.2f} CPU-s ({figures['note']})", flush=True)
+        load_before = load()
         code, _, _, output = run_client("closed-api", [bench, "websocket", "--peer", "node", "--api", "receive",
                                                         "--idle", "0", "--connections", str(connections),
                                                         "--seconds", str(seconds)])
         match = re.search(r"([\d.]+) round trips/s, ([\d.]+) per client CPU-second", output)
         results["wsload client API"].append({"rate": float(match.group(1)), "per_cpu": float(match.group(2))} if match else None)
         line = next((l for l in output.splitlines() if l.startswith("echo vs node")), output.strip()[-300:])
-        print(f"  round {round_number} wsload client API (wsload-bench, exit {code}): {line}", flush=True)
+        print(f"  round {round_number} wsload client API (wsload-bench, exit {code}, load {load_before}): {line}", flush=True)
     def column(tool, key):
         runs = [r for r in results[tool] if r]
         if key == "per_cpu": return median([r.get("per_cpu") or r["msgs"] / r["cpu"] for r in runs])

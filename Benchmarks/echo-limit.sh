@@ -298,7 +298,7 @@ if "open" in parts:
 
 if "tls" in parts:
     print(f"\n== connects: {tls_connections:,} connections held {hold} s against wsload serve --loops 1, ws and wss "
-          f"(TLS 1.3, self-signed), {rounds} rounds; load {load()}", flush=True)
+          f"(TLS 1.3, X25519, a self-signed ECDSA P-256 certificate), {rounds} rounds; load {load()}", flush=True)
     scenario = {"name": "connects", "pattern": "idle", "connections": tls_connections, "pingInterval": "60s"}
     def wsload_connects(scheme):
         def run(server):

@@ -66,6 +66,13 @@ public final class WebSocketChannel {
         try await stream.write(connection.takeOutput())
     }
 
+    /// Writes whatever is queued on ``connection`` without waiting (``ByteStream/writeWithoutWaiting(_:)``): for
+    /// frames queued from a loop timer's callback, which has no task to suspend. A failure surfaces on the next read.
+    public func flushWithoutWaiting() {
+        guard connection.hasOutput else { return }
+        stream.writeWithoutWaiting(connection.takeOutput())
+    }
+
     /// Flushes, then reads until an event is parsed or the transport ends. Inlined too: with one message
     /// in flight every message needs a read, and an out-of-line async call costs a frame each time.
     @inlinable @inline(__always)

@@ -178,6 +178,10 @@ public final class TLSConnection: ByteStream {
         var needsCiphertext = !hasBufferedInput
         while true {
             if needsCiphertext {
+                // A read that ends on records without data (TLS 1.3 session tickets after the handshake, a key
+                // update) keeps OpenSSL's 16.6 KB record buffer: SSL_MODE_RELEASE_BUFFERS frees it only after data.
+                // Nothing is buffered now, so free it before a wait that may last the connection's idle life.
+                _ = SSL_free_buffers(ssl)
                 // TLS 1.3 tickets and key updates may need an answer before more data comes.
                 try await flushOutput()
                 // At EOF OpenSSL reports the end (close_notify or not) on the SSL_read below.

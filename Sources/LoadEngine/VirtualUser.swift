@@ -368,8 +368,8 @@ struct VirtualUser {
         hasConnectedSinceBackoff = false
         history.note("backoff \(formatDuration(delay)) before attempt \(transition.attempt)")
         previousBackoff = delay
-        // A wake left over from the connection (a ping timer that fired as the reader ended) must not cut
-        // the backoff short: the delay is the lifecycle's, to the nanosecond.
+        // A wake left over from the connection (a flow's reader that ended, say) must not cut the backoff short:
+        // the delay is the lifecycle's, to the nanosecond.
         latch.discardPendingWake(id)
         let started = clock.now
         let deadline = started.advanced(by: faults?.wait(forBackoff: delay) ?? delay)
@@ -379,77 +379,28 @@ struct VirtualUser {
         return advance(.backoffElapsed)
     }
 
-    /// Waits until this connection is stopped or woken, or `deadline` passes.
-    private func waitForLatch(until deadline: LoopClock.Instant?) async {
-        guard let deadline else { return await latch.wait(id) }
-        let delay = clock.now.duration(to: deadline)
-        guard delay > .zero else { return }
+    /// Waits until this connection is stopped or woken, or `deadline` passes (a loop timer wakes it).
+    private func waitForLatch(until deadline: LoopClock.Instant) async {
+        guard clock.now < deadline else { return }
         let latch = self.latch
         let id = self.id
-        let timer = ScheduledTimer(on: loop, after: delay) { latch.wake(id) }
+        let timer = LoopTimer(on: loop) { latch.wake(id) }
+        timer.schedule(at: deadline)
         await latch.wait(id)
         timer.cancel()
     }
 
-    /// Runs the pattern on an open connection until it ends; closes it gracefully when stopped.
+    /// Runs the pattern on an open connection until it ends, in this task: it reads, while the loop's timers ping,
+    /// pace the sends and, when the run stops this client, queue the close (``ConnectionRun``). One task per
+    /// connection: an idle connection holds this task's frames and nothing else that waits.
     @inline(never)
     private mutating func drive(_ manager: WebSocketManager) async -> Ending {
         if let flow = plan.flow, let flowState { return await driveFlow(manager, flow: flow, state: flowState) }
         let connection = ConnectionRun(
-            id: id, plan: plan, recorder: recorder, latch: latch, random: random.split(), loop: loop, ledger: ledger,
-            history: history)
-        let latch = self.latch
-        let id = self.id
-        let loop = self.loop
-        let bodyEnding = await withTaskGroup(of: Ending?.self) { group -> Ending in
-            group.addTask(executorPreference: loop.taskExecutor) {
-                let ending = await connection.runPattern(manager)
-                latch.wake(id)
-                return ending
-            }
-            if plan.websocket.pattern == .echo || plan.websocket.pattern == .typed {
-                switch plan.websocket.schedule {
-                case .open(let rate):
-                    group.addTask(executorPreference: loop.taskExecutor) {
-                        await connection.sendOnSchedule(manager, rate: rate)
-                        return nil
-                    }
-                case .closed(let think) where think > .zero:
-                    group.addTask(executorPreference: loop.taskExecutor) {
-                        await connection.sendWithThinkTime(manager, think: think)
-                        return nil
-                    }
-                case .closed:
-                    break  // the reader sends too
-                }
-            }
-            // This task waits for the stop or the reader's end, pinging when a ping is due (one task fewer per
-            // connection than a separate pinger: idle connections are what memory is spent on).
-            let interval = plan.websocket.pingInterval
-            var nextPing = interval.map { clock.now.advanced(by: $0) }
-            while true {
-                await waitForLatch(until: nextPing)
-                if latch.isStopped(id) || connection.hasReaderEnded { break }
-                if let due = nextPing, let interval, clock.now >= due {
-                    await connection.ping(manager)
-                    nextPing = clock.now.advanced(by: interval)
-                }
-            }
-            if latch.isStopped(id) {
-                // Graceful: no new requests (the senders see the stop), the replies in flight arrive, then the
-                // closing handshake. gracefulStop bounds it all: past it the run cancels, which ends the reader.
-                await connection.waitUntilAnswered(manager)
-                await manager.beginClosing(code: .normalClosure, reason: "run stopped")
-            }
-            var ending = Ending.dropped
-            while let result = await group.next() {
-                guard let result else { continue }
-                ending = result
-                group.cancelAll()  // the sender ends with the reader
-            }
-            return ending
-        }
+            id: id, plan: plan, manager: manager, recorder: recorder, latch: latch, random: random.split(), loop: loop,
+            ledger: ledger, history: history)
+        let ending = await connection.run(manager)
         if await manager.state != .closed { await manager.disconnect(code: .normalClosure, reason: "done") }
-        return latch.isStopped(id) ? .stopped : bodyEnding
+        return latch.isStopped(id) ? .stopped : ending
     }
 }

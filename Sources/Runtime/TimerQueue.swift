@@ -14,8 +14,6 @@ public final class LoopTimer {
     /// The loop whose queue the timer is armed on.
     public let loop: EventLoop
     private let callback: () -> Void
-    /// The deadline, `uv_hrtime` nanoseconds, while armed.
-    fileprivate var deadline: UInt64 = 0
     /// The timer's slot in the queue's heap, or one of the states below.
     fileprivate var slot = LoopTimer.idle
     fileprivate static let idle = -1
@@ -62,10 +60,17 @@ public final class LoopTimer {
 ///
 /// Loop-confined; owned by its ``EventLoop``, which closes it with its other handles.
 final class TimerQueue {
+    /// A heap slot: the deadline beside its timer, so sifting compares without loading the timers. The heap holds
+    /// one retain of each armed timer (`Unmanaged`, so moving an entry costs no reference counting).
+    private struct Entry {
+        var deadline: UInt64
+        var timer: Unmanaged<LoopTimer>
+    }
+
     private let handle: UnsafeMutablePointer<uv_timer_t>
-    private var heap: [LoopTimer] = []
-    /// The due timers of the pass under way (kept for its capacity).
-    private var due: [LoopTimer] = []
+    private var heap: [Entry] = []
+    /// The due timers of the pass under way (kept for its capacity; retained until their callbacks ran).
+    private var due: [Unmanaged<LoopTimer>] = []
     /// The loop time (ms) the libuv timer is armed for, if it is.
     private var armedFor: UInt64?
     private var isFiring = false
@@ -79,6 +84,7 @@ final class TimerQueue {
     deinit {
         // A loop dropped without its shutdown may still hold the handle: leave it to the loop then.
         if !isRegistered || isClosed { handle.deallocate() }
+        for entry in heap { entry.timer.release() }
     }
 
     /// Registers the libuv timer with `uvLoop` (once, before the loop runs). Its `data` stays nil: the loop's
@@ -97,8 +103,12 @@ final class TimerQueue {
     /// Drops every armed timer (their callbacks never run) and stops arming: the loop is shutting down.
     func close() {
         isClosed = true
-        for timer in heap { timer.slot = LoopTimer.idle }
+        let dropped = heap
         heap = []
+        for entry in dropped {
+            entry.timer.takeUnretainedValue().slot = LoopTimer.idle
+            entry.timer.release()
+        }
         uv_timer_stop(handle)
         armedFor = nil
     }
@@ -106,13 +116,14 @@ final class TimerQueue {
     func schedule(_ timer: LoopTimer, at deadline: UInt64) {
         guard !isClosed else { return }
         if timer.slot >= 0 {
-            let isEarlier = deadline < timer.deadline
-            timer.deadline = deadline
-            if isEarlier { siftUp(timer.slot) } else { siftDown(timer.slot) }
+            let index = timer.slot
+            let isEarlier = deadline < heap[index].deadline
+            heap[index].deadline = deadline
+            if isEarlier { siftUp(index) } else { siftDown(index) }
         } else {
-            timer.deadline = deadline
+            // Idle, or taken off the heap for the pass under way (whose retain the pass gives back).
             timer.slot = heap.count
-            heap.append(timer)
+            heap.append(Entry(deadline: deadline, timer: .passRetained(timer)))
             siftUp(heap.count - 1)
         }
         if !isFiring { arm() }
@@ -125,7 +136,7 @@ final class TimerQueue {
         case LoopTimer.firing:
             timer.slot = LoopTimer.idle
         default:
-            remove(at: timer.slot)
+            remove(at: timer.slot).release()
         }
         // The libuv timer stays armed for a removed first deadline: the pass it causes finds nothing due and
         // re-arms, which is cheaper than re-arming at every cancel.
@@ -137,13 +148,17 @@ final class TimerQueue {
         isFiring = true
         let now = uv_hrtime()
         while let first = heap.first, first.deadline <= now {
-            remove(at: 0)
-            first.slot = LoopTimer.firing
-            due.append(first)
+            let timer = remove(at: 0)
+            timer.takeUnretainedValue().slot = LoopTimer.firing
+            due.append(timer)
         }
-        for timer in due where timer.slot == LoopTimer.firing {
-            timer.slot = LoopTimer.idle
-            timer.run()
+        for entry in due {
+            let timer = entry.takeUnretainedValue()
+            if timer.slot == LoopTimer.firing {
+                timer.slot = LoopTimer.idle
+                timer.run()
+            }
+            entry.release()
         }
         due.removeAll(keepingCapacity: due.capacity <= 4096)
         isFiring = false
@@ -170,45 +185,47 @@ final class TimerQueue {
 
     // MARK: The heap
 
-    private func remove(at index: Int) {
-        let removed = heap[index]
-        removed.slot = LoopTimer.idle
+    /// Takes the entry at `index` off the heap; returns its timer, still retained (the caller releases it).
+    private func remove(at index: Int) -> Unmanaged<LoopTimer> {
+        let removed = heap[index].timer
+        removed.takeUnretainedValue().slot = LoopTimer.idle
         let last = heap.removeLast()
-        guard index < heap.count else { return }
+        guard index < heap.count else { return removed }
         heap[index] = last
-        last.slot = index
+        last.timer.takeUnretainedValue().slot = index
         if index > 0 && last.deadline < heap[(index - 1) / 2].deadline { siftUp(index) } else { siftDown(index) }
+        return removed
     }
 
     private func siftUp(_ start: Int) {
         var index = start
-        let timer = heap[index]
+        let entry = heap[index]
         while index > 0 {
             let parent = (index - 1) / 2
-            guard timer.deadline < heap[parent].deadline else { break }
+            guard entry.deadline < heap[parent].deadline else { break }
             heap[index] = heap[parent]
-            heap[index].slot = index
+            heap[index].timer.takeUnretainedValue().slot = index
             index = parent
         }
-        heap[index] = timer
-        timer.slot = index
+        heap[index] = entry
+        entry.timer.takeUnretainedValue().slot = index
     }
 
     private func siftDown(_ start: Int) {
         var index = start
-        let timer = heap[index]
+        let entry = heap[index]
         let count = heap.count
         while true {
             let left = 2 * index + 1
             guard left < count else { break }
             let right = left + 1
             let child = right < count && heap[right].deadline < heap[left].deadline ? right : left
-            guard heap[child].deadline < timer.deadline else { break }
+            guard heap[child].deadline < entry.deadline else { break }
             heap[index] = heap[child]
-            heap[index].slot = index
+            heap[index].timer.takeUnretainedValue().slot = index
             index = child
         }
-        heap[index] = timer
-        timer.slot = index
+        heap[index] = entry
+        entry.timer.takeUnretainedValue().slot = index
     }
 }

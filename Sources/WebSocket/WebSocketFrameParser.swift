@@ -43,6 +43,21 @@ public struct WebSocketFrameParser: Sendable {
         try body(&buffer)
     }
 
+    /// Lends the parser's buffer (compacted; the bytes not yet parsed at its front) so an async read can append
+    /// to it in place: no copy through a buffer of the reader's own. Give it back with ``returnBuffer(_:)``
+    /// before the next ``nextFrame()``; meanwhile the parser holds nothing.
+    public mutating func lendBuffer() -> [UInt8] {
+        compactIfWorthwhile()
+        defer { buffer = [] }
+        return buffer
+    }
+
+    /// Takes back what ``lendBuffer()`` lent, with the bytes read appended.
+    public mutating func returnBuffer(_ lent: [UInt8]) {
+        precondition(lent.count >= readIndex, "a lent parser buffer came back shorter than it went")
+        buffer = lent
+    }
+
     private mutating func compactIfWorthwhile() {
         if readIndex > 0 && (readIndex == buffer.count || readIndex >= 64 * 1024 && readIndex * 2 >= buffer.count) {
             consumedBefore += readIndex

@@ -27,8 +27,6 @@ public final class WebSocketChannel {
     /// stall); checked once per read, and cleared when it takes effect.
     public var readsHeldUntil: LoopClock.Instant?
 
-    /// Kept across reads so a busy connection reuses one allocation; empty while a read is pending.
-    @usableFromInline var readBuffer: [UInt8] = []
     /// Set when a client has received the server's close: the next ``next()`` waits for the server's FIN.
     @usableFromInline var isAwaitingPeerClose = false
 
@@ -63,7 +61,9 @@ public final class WebSocketChannel {
     @inlinable @inline(__always)
     public func flush() async throws {
         guard connection.hasOutput else { return }
-        try await stream.write(connection.takeOutput())
+        let bytes = connection.takeOutput()
+        try await stream.write(bytes)
+        connection.recycleOutput(consume bytes)
     }
 
     /// Writes whatever is queued on ``connection`` without waiting (``ByteStream/writeWithoutWaiting(_:)``): for
@@ -86,17 +86,22 @@ public final class WebSocketChannel {
                 return nil
             }
             try await flush()
-            // A local buffer for the read: a stored property must not be held inout across the suspension.
-            var bytes: [UInt8] = []
-            swap(&bytes, &readBuffer)
-            bytes.removeAll(keepingCapacity: true)
-            guard try await stream.read(into: &bytes, maxBytes: Self.readSize) > 0 else { return nil }
+            // The read appends straight to the parser's buffer, lent for the read (a stored property must not be
+            // held inout across the suspension): no copy through a buffer of the channel's own.
+            var bytes = connection.lendReceiveBuffer()
+            let count: Int
+            do {
+                count = try await stream.read(into: &bytes, maxBytes: Self.readSize)
+            } catch {
+                connection.returnReceiveBuffer(bytes)
+                throw error
+            }
+            connection.returnReceiveBuffer(bytes)
+            guard count > 0 else { return nil }
             if let until = readsHeldUntil {
                 readsHeldUntil = nil
                 try await LoopClock().sleep(until: until)
             }
-            connection.receive(bytes)
-            swap(&bytes, &readBuffer)
             if let event = connection.nextEvent() {
                 if case .message = event { return event }
                 return try await complete(event)

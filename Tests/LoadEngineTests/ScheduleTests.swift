@@ -34,6 +34,20 @@ struct ScheduleTests {
         #expect(read?.sequence == 0x0102_0304_0506_0708 && read?.intendedNanoseconds == 0xFFEE_DDCC_BBAA_9988)
         if isText { #expect(String(decoding: message.prefix(16), as: UTF8.self) == "0102030405060708") }
         #expect(EchoPayload.read(message.prefix(isText ? 31 : 15), isText: isText) == nil)
+        // Contiguous (an array, a native string's UTF-8) is read in place, anything else through a copy: the same
+        // answer either way, for a good header, a short one, and one with a byte that is not a hex digit.
+        var bad = message
+        bad[isText ? 20 : 0] = UInt8(ascii: "g")
+        for candidate in [message, Array(message.prefix(isText ? 31 : 15)), bad] {
+            let inPlace = EchoPayload.read(candidate, isText: isText)
+            let copied = EchoPayload.read(candidate.lazy.map { $0 }, isText: isText)
+            #expect(inPlace?.sequence == copied?.sequence && inPlace?.intendedNanoseconds == copied?.intendedNanoseconds)
+            if isText {
+                let text = String(decoding: candidate, as: UTF8.self)
+                #expect(EchoPayload.read(text.utf8, isText: true)?.sequence == inPlace?.sequence)
+            }
+        }
+        #expect(isText ? EchoPayload.read(bad, isText: true) == nil : EchoPayload.read(bad, isText: false) != nil)
     }
 
     @Test("durations parse and print the way people write them")

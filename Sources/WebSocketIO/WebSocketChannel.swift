@@ -70,7 +70,9 @@ public final class WebSocketChannel {
     /// frames queued from a loop timer's callback, which has no task to suspend. A failure surfaces on the next read.
     public func flushWithoutWaiting() {
         guard connection.hasOutput else { return }
-        stream.writeWithoutWaiting(connection.takeOutput())
+        let bytes = connection.takeOutput()
+        stream.writeWithoutWaiting(bytes)
+        connection.recycleOutput(consume bytes)
     }
 
     /// Flushes, then reads until an event is parsed or the transport ends. Inlined too: with one message

@@ -9,14 +9,25 @@ extension WebSocketManager {
     /// flight and the peer's close, and ends with `not_connected` (`.disconnected` carries the peer's code).
     /// Does nothing unless the connection is open.
     package func beginClosing(code: WebSocketCloseCode = .normalClosure, reason: String = "") async {
-        guard state == .open else { return }
+        // Ignoring a failed write is safe: the read side then sees the transport end and reports 1006.
+        try? await queueClose(code: code, reason: reason)?.flush()
+    }
+
+    /// ``beginClosing(code:reason:)`` from a callback with no task to suspend (a loop timer's, a stop hook's): the
+    /// close frame is handed to the transport without waiting; a failed write surfaces on the next read.
+    package func beginClosingWithoutWaiting(code: WebSocketCloseCode = .normalClosure, reason: String = "") {
+        queueClose(code: code, reason: reason)?.flushWithoutWaiting()
+    }
+
+    /// Queues the close frame on the open connection (now closing); returns the channel to write it, nil unless open.
+    private func queueClose(code: WebSocketCloseCode, reason: String) -> WebSocketChannel? {
+        guard state == .open else { return nil }
         state = .closing
         ending = nil
         eventQueue.release()  // run()'s reader must read on to the peer's close, whatever the consumer does
-        guard let channel else { return }
+        guard let channel else { return nil }
         channel.connection.close(code: code, reason: reason)
-        // Ignoring a failed write is safe: the read side then sees the transport end and reports 1006.
-        try? await channel.flush()
+        return channel
     }
 
     /// Drops the connection at once, without a closing handshake (the reader ends with 1006 and `reason`).

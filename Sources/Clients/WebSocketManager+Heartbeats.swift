@@ -32,13 +32,9 @@ extension WebSocketManager {
 
     /// Queues and writes a ping carrying a fresh 8-byte id; returns the id.
     private func transmitPing() async throws(WebSocketClientError) -> UInt64 {
-        guard state == .open, let channel, channel.connection.state == .open else {
+        guard let (id, channel) = queuePing() else {
             throw WebSocketClientError(.notConnected, "ping on a connection that is \(state)")
         }
-        nextPingID += 1
-        let id = nextPingID
-        pingSentAt[id] = clock.now
-        channel.connection.sendPing((0..<8).map { UInt8(truncatingIfNeeded: id >> (56 - 8 * UInt64($0))) })
         do {
             try await channel.flush()
         } catch {
@@ -46,6 +42,25 @@ extension WebSocketManager {
             throw WebSocketClientError(.transport, "\(error)")
         }
         return id
+    }
+
+    /// Queues a ping carrying a fresh 8-byte id and hands it to the transport without waiting, for a driver that
+    /// pings from a loop timer's callback: the pong's round trip goes to ``pongObserver`` as it is read (by
+    /// ``receive()`` or run()'s reader); a failed write surfaces on the next read. Returns the id; nil unless open.
+    package func sendPingWithoutWaiting() -> UInt64? {
+        guard let (id, channel) = queuePing() else { return nil }
+        channel.flushWithoutWaiting()
+        return id
+    }
+
+    /// Queues a ping with the next id on the open connection, its send time noted; nil unless open.
+    private func queuePing() -> (UInt64, WebSocketChannel)? {
+        guard state == .open, let channel, channel.connection.state == .open else { return nil }
+        nextPingID += 1
+        let id = nextPingID
+        pingSentAt[id] = clock.now
+        channel.connection.sendPing((0..<8).map { UInt8(truncatingIfNeeded: id >> (56 - 8 * UInt64($0))) })
+        return (id, channel)
     }
 
     func didReceivePong(_ payload: [UInt8]) {
@@ -56,6 +71,8 @@ extension WebSocketManager {
         lastPingRoundTrip = roundTrip
         if let waiter = pingWaiters.removeValue(forKey: id) {
             waiter.resume(returning: roundTrip)
+        } else if let pongObserver {
+            pongObserver(id, roundTrip)
         } else {
             answeredPings[id] = roundTrip
         }

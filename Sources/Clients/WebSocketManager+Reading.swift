@@ -12,42 +12,69 @@ extension WebSocketManager {
     /// - Throws: `protocol` after a violation (the connection is failed with its close code);
     ///   `not_connected` once the connection has closed (``events()`` then ends with `.disconnected`).
     package func receive() async throws(WebSocketClientError) -> WebSocketConnection.Message {
-        guard !isRunning else { throw WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
-        guard let channel, state == .open || state == .closing else {
-            if let late = messageAfterClose() { return late }  // only under a test's fault: after `.disconnected`
-            throw WebSocketClientError(.notConnected, "receive on a connection that is \(state)")
+        guard !isRunning, let channel, state == .open || state == .closing else {
+            if !isRunning, let late = messageAfterClose() { return late }  // only under a test's fault
+            throw refusedReceive()
         }
-        let failure: WebSocketClientError
-        do {
-            var isCloseReceived = false
-            reading: while true {
-                guard let event = try await channel.next() else {
-                    if isCloseReceived {
-                        failure = WebSocketClientError(.notConnected, "closed: \(ending.map { "\($0.code)" } ?? "")")
-                    } else {
-                        let detail = "the connection closed without a closing handshake"
-                        if ending == nil { ending = (.abnormalClosure, detail) }
-                        failure = WebSocketClientError(.notConnected, detail)
-                    }
-                    break reading
-                }
-                switch event {
-                case .message(let message):
-                    return message
-                case .ping, .pong, .closeReceived:
-                    if didReadControl(event) { isCloseReceived = true }
-                case .failed(let error):
-                    didFail(error)
-                    failure = WebSocketClientError(.protocolViolation, error.description, protocolError: error)
-                    break reading
-                }
+        // The one await is the read; the ends are built out of line, so this frame (held by a parked reader for
+        // as long as its connection is idle) keeps none of their values.
+        var isCloseReceived = false
+        while true {
+            let event: WebSocketConnection.Event?
+            do {
+                event = try await channel.next()
+            } catch {
+                throw endReceiving(transportFailure: error)
             }
-        } catch {
-            failure = Self.transportFailure(error)
-            if ending == nil { ending = (.abnormalClosure, failure.detail) }
+            guard let event else { throw endReceiving(isCloseReceived: isCloseReceived) }
+            switch event {
+            case .message(let message):
+                return message
+            case .ping, .pong, .closeReceived:
+                if didReadControl(event) { isCloseReceived = true }
+            case .failed(let error):
+                throw endReceiving(failed: error)
+            }
+        }
+    }
+
+    /// Why ``receive()`` cannot read: run() reads, or the connection is not open.
+    @inline(never)
+    private func refusedReceive() -> WebSocketClientError {
+        if isRunning { return WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
+        return WebSocketClientError(.notConnected, "receive on a connection that is \(state)")
+    }
+
+    /// ``receive()`` saw the transport end (after the peer's close, or without one): the connection is over.
+    @inline(never)
+    private func endReceiving(isCloseReceived: Bool) -> WebSocketClientError {
+        let failure: WebSocketClientError
+        if isCloseReceived {
+            failure = WebSocketClientError(.notConnected, "closed: \(ending.map { "\($0.code)" } ?? "")")
+        } else {
+            let detail = "the connection closed without a closing handshake"
+            if ending == nil { ending = (.abnormalClosure, detail) }
+            failure = WebSocketClientError(.notConnected, detail)
         }
         endReceiving()
-        throw failure
+        return failure
+    }
+
+    /// ``receive()`` read a protocol violation (the channel wrote the close frame with its code).
+    @inline(never)
+    private func endReceiving(failed error: WebSocketProtocolError) -> WebSocketClientError {
+        didFail(error)
+        endReceiving()
+        return WebSocketClientError(.protocolViolation, error.description, protocolError: error)
+    }
+
+    /// A read or write under ``receive()`` failed.
+    @inline(never)
+    private func endReceiving(transportFailure error: any Error) -> WebSocketClientError {
+        let failure = Self.transportFailure(error)
+        if ending == nil { ending = (.abnormalClosure, failure.detail) }
+        endReceiving()
+        return failure
     }
 
     /// After ``receive()`` saw the end: emit `.disconnected` and finish, as run() would.

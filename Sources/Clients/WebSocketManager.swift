@@ -90,6 +90,9 @@ package actor WebSocketManager {
     var pingSentAt: [UInt64: LoopClock.Instant] = [:]
     var pingWaiters: [UInt64: CheckedContinuation<Duration, any Error>] = [:]
     var answeredPings: [UInt64: Duration] = [:]
+    /// Told each matched pong (its ping's id and round trip) that no ``sendPing()`` waits for: how a driver that
+    /// pings from a loop timer (``sendPingWithoutWaiting()``) learns of it.
+    package var pongObserver: ((_ id: UInt64, _ roundTrip: Duration) -> Void)?
     let clock = LoopClock()
     /// Whether ``run()`` serves the connection (its reader owns the read side; ``receive()`` is refused).
     var isRunning = false

@@ -21,13 +21,16 @@ extension MessageFaults {
     package func pushedMessageLost() -> UInt64? { nil }
 }
 
-/// The state of one open connection's pattern, shared by its reader, its sender (open model, or closed
-/// with think time) and the connection's own task (pings, graceful stop). Every method runs isolated to
-/// the connection's ``WebSocketManager`` (an `isolated` parameter), so they never race and a message costs
-/// no actor hop.
+/// The state of one open connection's pattern, run by the connection's one task: the virtual user's own task reads
+/// (``run(_:)``), and everything else that is due on a clock — pings and pong deadlines, the open model's sends and
+/// the think times between closed-model requests — comes from the loop's timers (`ConnectionRun+Timers.swift`), as
+/// does the run's stop (a hook on the ``StopLatch``). Every method runs isolated to the connection's
+/// ``WebSocketManager`` (an `isolated` parameter, or `assumeIsolated` in a timer's callback on the loop thread), so
+/// they never race and a message costs no actor hop.
 final class ConnectionRun: @unchecked Sendable {
     let id: Int
     let plan: ScenarioPlan
+    let manager: WebSocketManager
     let recorder: LoopRecorder
     let latch: StopLatch
     let loop: EventLoop
@@ -58,9 +61,27 @@ final class ConnectionRun: @unchecked Sendable {
     private var unsentRequest: UInt64?
     private var lostPush: UInt64?
 
+    // The timers' state (`ConnectionRun+Timers.swift`).
+    /// The next ping; the pong deadline of the ping in flight (`pendingPing`).
+    var pingTimer: LoopTimer?
+    var pongDeadline: LoopTimer?
+    var pendingPing: UInt64?
+    /// The open model's next slot, or the end of a think time.
+    var sendTimer: LoopTimer?
+    /// Whether the open model's timetable or the think-time sender still runs (not stopped, spent, failed or ended).
+    var isPacing = false
+    /// The open model's next slot and the time between slots (loop-clock ns).
+    var nextSlot: UInt64 = 0
+    var slotInterval: UInt64 = 0
+    /// Set when the close waits for the requests in flight: the reason it will carry.
+    var closeReasonOnceAnswered: String?
+    /// Whether the stop hook ran (it runs once).
+    var isStopHandled = false
+    private(set) var isReaderDone = false
+
     init(
-        id: Int, plan: ScenarioPlan, recorder: LoopRecorder, latch: StopLatch, random: SeededRandomNumberGenerator,
-        loop: EventLoop, ledger: InvariantLedger, history: ActorHistory
+        id: Int, plan: ScenarioPlan, manager: WebSocketManager, recorder: LoopRecorder, latch: StopLatch,
+        random: SeededRandomNumberGenerator, loop: EventLoop, ledger: InvariantLedger, history: ActorHistory
     ) {
         self.ledger = ledger
         self.history = history
@@ -70,6 +91,7 @@ final class ConnectionRun: @unchecked Sendable {
         }
         self.id = id
         self.plan = plan
+        self.manager = manager
         self.recorder = recorder
         self.latch = latch
         self.random = random
@@ -78,13 +100,18 @@ final class ConnectionRun: @unchecked Sendable {
         headerSize = EchoPayload.headerSize * (isText ? 2 : 1)
     }
 
+    deinit {
+        // The reader's end disarmed them already; a timer outliving its run would find it gone.
+        for timer in [pingTimer, pongDeadline, sendTimer] { timer?.cancel() }
+    }
+
     var isStopping: Bool { latch.isStopped(id) }
 
     /// Messages this connection received (idle and receive patterns).
     var receivedCount: UInt64 = 0
 
     /// Whether `messagesPerConnection` is used up: requests sent (echo, typed) or messages received.
-    private var isBudgetSpent: Bool {
+    var isBudgetSpent: Bool {
         guard let limit = plan.websocket.messagesPerConnection else { return false }
         switch plan.websocket.pattern {
         case .echo, .typed: return nextSequence >= UInt64(limit)
@@ -93,13 +120,19 @@ final class ConnectionRun: @unchecked Sendable {
         }
     }
 
-    /// The reader: runs the pattern's receive side until the connection ends.
-    func runPattern(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
+    /// Runs the pattern until the connection ends: this task reads, the loop's timers ping and pace the sends, and
+    /// the run's stop queues the close (once the requests in flight are answered). Never inlined, nor are the
+    /// readers it calls: an async callee inlined merges its frame into the caller's, and the idle reader would
+    /// carry the other patterns' frames.
+    @inline(never)
+    func run(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
+        startTimers(manager)
+        defer { readerEnded(manager) }
         switch (plan.websocket.pattern, plan.websocket.schedule) {
         case (.echo, .closed(.zero)), (.typed, .closed(.zero)):
             return await requestResponseLoop(manager)
         case (.echo, _), (.typed, _):
-            return await readReplies(manager)  // a separate sender paces the requests
+            return await readReplies(manager)  // the timers pace the requests
         case (.idle, _), (.receive, _):
             if let subscription = plan.websocket.subscribe {
                 do { try await manager.send(text: subscription) } catch { return ended(by: error) }
@@ -108,6 +141,15 @@ final class ConnectionRun: @unchecked Sendable {
         case (.flow, _):
             return .finished  // flows run in FlowRun, not here
         }
+    }
+
+    /// The reader returns: nothing more is due, nothing more will be answered.
+    private func readerEnded(_ manager: isolated WebSocketManager) {
+        isReaderDone = true
+        isPacing = false
+        for timer in [pingTimer, pongDeadline, sendTimer] { timer?.cancel() }
+        latch.removeStopHook(id)
+        manager.pongObserver = nil
     }
 
     // MARK: Requests
@@ -145,56 +187,55 @@ final class ConnectionRun: @unchecked Sendable {
         return isText ? .text(String(decoding: bytes, as: UTF8.self)) : .binary(bytes)
     }
 
-    private func send(_ manager: isolated WebSocketManager, intended: UInt64) async throws(WebSocketClientError) {
+    /// The next request, counted as outstanding before it is written (so a stop that looks meanwhile waits for its
+    /// reply); nil when a test's fault swallows it.
+    private func prepareRequest(intended: UInt64) -> WebSocketConnection.Message? {
         let message = makeRequest(intended: intended)
         if let unsent = unsentRequest, unsent == nextSequence &- 1 {
             unsentRequest = nil  // a fault: this request is never written, its reply can never come
-            return
+            return nil
         }
-        // Counted before the write completes, so a graceful stop that looks meanwhile waits for its reply.
         outstanding += 1
-        do {
-            try await manager.send(message)
-        } catch {
-            outstanding -= 1
-            inFlight.removeValue(forKey: nextSequence - 1)
-            wakeIfAnswered()
-            throw error
-        }
+        return message
+    }
+
+    private func requestWritten(_ message: WebSocketConnection.Message) {
         recorder.messagesSent += 1
         recorder.bytesSent += UInt64(message.byteCount)
     }
 
-    // MARK: Waiting for replies
-
-    /// Tasks waiting until every request is answered (or the reader has ended).
-    private var answerWaiters: [CheckedContinuation<Void, Never>] = []
-    private var isReaderDone = false
-    /// True once the pattern's reader has returned (the connection is over).
-    var hasReaderEnded: Bool { isReaderDone }
-    private var isAnswered: Bool { outstanding == 0 || isReaderDone }
-
-    /// Returns once no request is unanswered, or the connection's reader has ended.
-    func waitUntilAnswered(_ manager: isolated WebSocketManager) async {
-        guard !isAnswered else { return }
-        await withCheckedContinuation { answerWaiters.append($0) }
+    private func requestFailed(_ manager: isolated WebSocketManager) {
+        outstanding -= 1
+        inFlight.removeValue(forKey: nextSequence - 1)
+        didAnswer(manager)
     }
 
-    private func wakeIfAnswered() {
-        guard isAnswered, !answerWaiters.isEmpty else { return }
-        let waiters = answerWaiters
-        answerWaiters = []
-        for waiter in waiters { waiter.resume() }
+    /// Sends the next request from this task (the closed model without think time).
+    private func send(_ manager: isolated WebSocketManager, intended: UInt64) async throws(WebSocketClientError) {
+        guard let message = prepareRequest(intended: intended) else { return }
+        do {
+            try await manager.send(message)
+        } catch {
+            requestFailed(manager)
+            throw error
+        }
+        requestWritten(message)
     }
 
-    /// Every reader calls this as it returns: nothing more will be answered.
-    private func readerEnded() {
-        isReaderDone = true
-        wakeIfAnswered()
+    /// Sends the next request from a timer's callback, without waiting for the transport.
+    func sendWithoutWaiting(_ manager: isolated WebSocketManager, intended: UInt64) throws(WebSocketClientError) {
+        guard let message = prepareRequest(intended: intended) else { return }
+        do {
+            try manager.sendWithoutWaiting(message)
+        } catch {
+            requestFailed(manager)
+            throw error
+        }
+        requestWritten(message)
     }
 
     /// Accounts a reply: its round trip from the intended send time, and sequence gaps.
-    private func didReceiveReply(_ message: WebSocketConnection.Message) {
+    private func didReceiveReply(_ manager: isolated WebSocketManager, _ message: WebSocketConnection.Message) {
         let now = clock.now.nanoseconds
         recorder.messagesReceived += 1
         recorder.bytesReceived += UInt64(message.byteCount)
@@ -224,7 +265,7 @@ final class ConnectionRun: @unchecked Sendable {
         }
         if reply.intended > now { reply.intended = now }
         outstanding = max(0, outstanding - 1)
-        wakeIfAnswered()
+        didAnswer(manager)
         recorder.messageRoundTrip.record((now - reply.intended) / 1000)
         guard plan.websocket.pattern == .echo else { return }
         ledger.check(.messageSequence, reply.sequence == expectedReply, actor: history,
@@ -241,13 +282,13 @@ final class ConnectionRun: @unchecked Sendable {
 
     /// Closed model without think time: send, read until the reply, repeat — one task, no wake-ups.
     /// (The connection is read almost all the time, so pongs are timed as they arrive.)
+    @inline(never)
     private func requestResponseLoop(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
-        defer { readerEnded() }
         while !isStopping {
             if isBudgetSpent { return .finished }
             do {
                 try await send(manager, intended: clock.now.nanoseconds)
-                while outstanding > 0 { didReceiveReply(try await manager.receive()) }
+                while outstanding > 0 { didReceiveReply(manager, try await manager.receive()) }
             } catch {
                 return ended(by: error)
             }
@@ -255,123 +296,65 @@ final class ConnectionRun: @unchecked Sendable {
         return .finished
     }
 
-    /// Closed model with think time, sender side: send, wait for the reader to see the reply, think.
-    /// Reading goes on while thinking, so pings and server messages are handled when they arrive.
-    func sendWithThinkTime(_ manager: isolated WebSocketManager, think: Duration) async {
-        while !isStopping && !isBudgetSpent && !isReaderDone {
-            do { try await send(manager, intended: clock.now.nanoseconds) } catch { return }
-            await waitUntilAnswered(manager)
-            do { try await loop.sleep(for: think) } catch { return }
-        }
-        if isBudgetSpent && !isStopping && !isReaderDone {
-            await waitUntilAnswered(manager)
-            await manager.beginClosing(code: .normalClosure, reason: "done")
-        }
-    }
-
-    /// The reader when a separate task sends (open model, or closed with think time): replies until the
-    /// connection closes.
+    /// The reader when the timers send (open model, or closed with think time): replies until the connection
+    /// closes.
+    @inline(never)
     private func readReplies(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
-        defer { readerEnded() }
         while true {
             do {
-                didReceiveReply(try await manager.receive())
+                didReceiveReply(manager, try await manager.receive())
             } catch {
                 return ended(by: error)
             }
         }
     }
 
-    /// Open model, sender side: a fixed-rate timetable with a random phase. Late sends go out at once and
-    /// are measured from when they were due; past `maximumOutstanding` unanswered, sends are dropped
-    /// (and counted).
-    func sendOnSchedule(_ manager: isolated WebSocketManager, rate: Double) async {
-        let interval = UInt64(max(1, (1e9 / rate).rounded()))
-        var next = clock.now.nanoseconds + UInt64.random(in: 0..<interval, using: &random)
-        while !isStopping && !isBudgetSpent {
-            let now = clock.now.nanoseconds
-            if next > now {
-                do { try await clock.sleep(until: LoopClock.Instant(nanoseconds: next)) } catch { return }
-                continue
-            }
-            while next <= now && !isStopping && !isBudgetSpent {
-                recorder.messagesScheduled += 1
-                if outstanding >= Self.maximumOutstanding {
-                    recorder.messagesDropped += 1  // no sequence number spent: a drop is not a loss
-                } else {
-                    do { try await send(manager, intended: next) } catch { return }
-                }
-                next += interval
-            }
-        }
-        // Slots due before the stop that a lagging sender never reached are part of the schedule too:
-        // the delivered fraction must show them as missed, not pretend they were never due.
-        if let stop = latch.stopInstant(id), next < stop {
-            let missed = (stop - next + interval - 1) / interval
-            recorder.messagesScheduled += missed
-            recorder.messagesMissed += missed
-        }
-        // A spent budget ends the connection once the replies are in.
-        if isBudgetSpent && !isStopping {
-            await waitUntilAnswered(manager)
-            await manager.beginClosing(code: .normalClosure, reason: "done")
-        }
-    }
-
-    // MARK: Pushed messages and pings
+    // MARK: Pushed messages
 
     /// idle and receive: count what the server sends, and the gaps between messages.
+    ///
+    /// Its one await is the read: an idle connection's task parks here, and every byte of this frame (and of the
+    /// frames above it) is held per connection for as long as it is idle.
+    @inline(never)
     private func readPushed(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
-        defer { readerEnded() }
         while true {
             let message: WebSocketConnection.Message
             do { message = try await manager.receive() } catch { return ended(by: error) }
-            let now = clock.now
-            recorder.messagesReceived += 1
-            recorder.bytesReceived += UInt64(message.byteCount)
-            if let last = lastArrival { recorder.messageGap.record(microseconds: last.duration(to: now)) }
-            lastArrival = now
-            if case .binary(let bytes) = message, let push = PushStream.read(bytes) {
-                if let lost = lostPush, push.sequence == lost {
-                    lostPush = nil  // a fault: this pushed message is lost on the client
-                    continue
-                }
-                if push.sequence > expectedReply && push.sequence - expectedReply > Self.maximumPushGap {
-                    // The server picks the sequence (any UInt64, eight 0xFF bytes included). A jump no honest
-                    // stream makes is a mismatch, not 2^64 lost messages; the sequence due stays where it was, so
-                    // the honest pushes after the lie are not counted as violations.
-                    recorder.recordError(EngineErrorCode.pushMismatch)
-                } else {
-                    ledger.check(.messageSequence, push.sequence == expectedReply, actor: history,
-                                 "pushed message #\(push.sequence) where #\(expectedReply) was due")
-                    if push.sequence > expectedReply {
-                        recorder.messagesLost = recorder.messagesLost.addingSaturated(push.sequence - expectedReply)
-                    }
-                    expectedReply = max(expectedReply, push.sequence.addingSaturated(1))
-                }
+            if countPushed(message) && isBudgetSpent && manager.state == .open {
+                manager.beginClosingWithoutWaiting(code: .normalClosure, reason: "done")
             }
-            receivedCount += 1
-            if isBudgetSpent && manager.state == .open { await manager.beginClosing(code: .normalClosure, reason: "done") }
         }
     }
 
-    /// Sends one ping and records its round trip; a pong not back within the scenario's `pingTimeout`
-    /// counts a `pong_timeout` and drops the connection (its reader then ends with 1006).
-    func ping(_ manager: isolated WebSocketManager) async {
-        guard manager.state == .open else { return }
-        let timeout = plan.websocket.pingTimeout
-        let recorder = self.recorder
-        // Timer callbacks run on the loop thread outside any job, where the manager's isolation can be assumed.
-        let timer = ScheduledTimer(on: loop, after: timeout) {
-            manager.assumeIsolated { manager in
-                guard manager.state == .open else { return }
-                recorder.recordError(WebSocketClientError.Code.pongTimeout)
-                manager.abort(reason: "no pong within \(timeout)")
+    /// Counts a pushed message and its gap since the last, and checks the push stream's sequence; false when a test's
+    /// fault lost it.
+    private func countPushed(_ message: WebSocketConnection.Message) -> Bool {
+        let now = clock.now
+        recorder.messagesReceived += 1
+        recorder.bytesReceived += UInt64(message.byteCount)
+        if let last = lastArrival { recorder.messageGap.record(microseconds: last.duration(to: now)) }
+        lastArrival = now
+        if case .binary(let bytes) = message, let push = PushStream.read(bytes) {
+            if let lost = lostPush, push.sequence == lost {
+                lostPush = nil  // a fault: this pushed message is lost on the client
+                return false
+            }
+            if push.sequence > expectedReply && push.sequence - expectedReply > Self.maximumPushGap {
+                // The server picks the sequence (any UInt64, eight 0xFF bytes included). A jump no honest
+                // stream makes is a mismatch, not 2^64 lost messages; the sequence due stays where it was, so
+                // the honest pushes after the lie are not counted as violations.
+                recorder.recordError(EngineErrorCode.pushMismatch)
+            } else {
+                ledger.check(.messageSequence, push.sequence == expectedReply, actor: history,
+                             "pushed message #\(push.sequence) where #\(expectedReply) was due")
+                if push.sequence > expectedReply {
+                    recorder.messagesLost = recorder.messagesLost.addingSaturated(push.sequence - expectedReply)
+                }
+                expectedReply = max(expectedReply, push.sequence.addingSaturated(1))
             }
         }
-        defer { timer.cancel() }
-        // A ping fails only when the connection ends under it; the reader records how it ended.
-        if let roundTrip = try? await manager.sendPing() { recorder.pingRoundTrip.record(microseconds: roundTrip) }
+        receivedCount += 1
+        return true
     }
 
     /// How a pattern ends when the connection fails under it.

@@ -200,6 +200,9 @@ struct RecorderSnapshot: Sendable {
 
 /// Wakes the connections of one loop: when the run (or a ramp-down) stops them, or when a connection's
 /// own driver finishes. Loop-confined like ``LoopRecorder``.
+///
+/// A connection with no task waiting for the stop (its one task is reading) learns of it through a stop hook
+/// instead: ``onStop(_:_:)`` runs once, on the loop, when the connection is stopped.
 final class StopLatch: @unchecked Sendable {
     private var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
     /// Stopped connections, with the loop-clock instant (ns) the run decided to stop them.
@@ -207,6 +210,8 @@ final class StopLatch: @unchecked Sendable {
     private var everythingStoppedAt: UInt64?
     /// Wakes that came while nobody waited: the next wait returns at once.
     private var pendingWakes: Set<Int> = []
+    /// Per connection, what to run when it is stopped (each runs once, then is forgotten).
+    private var stopHooks: [Int: () -> Void] = [:]
     func isStopped(_ id: Int) -> Bool { everythingStoppedAt != nil || stopped[id] != nil }
 
     /// When `id` was told to stop (the open model counts the schedule up to this instant).
@@ -234,13 +239,24 @@ final class StopLatch: @unchecked Sendable {
 
     func discardPendingWake(_ id: Int) { pendingWakes.remove(id) }
 
+    /// Runs `hook` on the loop when `id` is stopped, once, after ``isStopped(_:)`` and ``stopInstant(_:)`` say so (the
+    /// caller checks whether it is stopped already). Replaces an earlier hook of `id`.
+    func onStop(_ id: Int, _ hook: @escaping () -> Void) { stopHooks[id] = hook }
+
+    /// Forgets `id`'s stop hook, if it has one that has not run.
+    func removeStopHook(_ id: Int) { stopHooks.removeValue(forKey: id) }
+
     func stop(_ id: Int, at instant: UInt64) {
         stopped[id] = instant
+        stopHooks.removeValue(forKey: id)?()
         wake(id)
     }
 
     func stopEverything(at instant: UInt64) {
         everythingStoppedAt = instant
+        let hooks = stopHooks
+        stopHooks = [:]
+        for hook in hooks.values { hook() }
         let all = waiters
         waiters = [:]
         for waiter in all.values { waiter.resume() }
@@ -250,6 +266,7 @@ final class StopLatch: @unchecked Sendable {
     func remove(_ id: Int) {
         stopped.removeValue(forKey: id)
         pendingWakes.remove(id)
+        stopHooks.removeValue(forKey: id)
         waiters.removeValue(forKey: id)?.resume()
     }
 }

@@ -220,42 +220,28 @@ struct VirtualUser {
     }
 
     /// Connect attempt `attempt`: the connect, the handshake checks and the handshake's figures.
+    ///
+    /// Its one await is the handshake, whose child task also reads what the checks need from the manager: every
+    /// value this frame holds across an await is held by the connection's task slab for the connection's life.
     @inline(never)
     private mutating func open(attempt: Int, downSince: inout LoopClock.Instant?) async -> Opening {
-        let isReconnect = downSince != nil
-        if isReconnect { reconnectsSinceSuccess += 1 }
-        ledger.checkConnectAttempt(isStopped: latch.isStopped(id), reconnect: isReconnect ? reconnectsSinceSuccess : nil,
-                                   maximumAttempts: plan.websocket.reconnect?.maximumAttempts, actor: history)
-        var url = plan.url
-        var configuration = plan.configuration
-        if let flow = plan.flow, let flowState {
-            guard flowHandshake(flow, state: flowState, url: &url, configuration: &configuration) else { return .ended(.none) }
-        }
-        let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
-        recorder.connectAttempts += 1
-        if isReconnect {
-            recorder.reconnects += 1
-            recorder.reconnectsByTick[LoopRecorder.tick(clock.now), default: 0] += 1
-        }
-        history.note(attempt == 0 ? "connect" : "reconnect attempt \(attempt)")
-        if let error = await Self.connect(manager, on: loop) {
+        guard let manager = makeManager(attempt: attempt, isReconnect: downSince != nil) else { return .ended(.none) }
+        let outcome = await Self.connect(manager, besides: openedConnections, on: loop)
+        if let error = outcome.error {
             recorder.recordError(error.code)
             history.note("connect failed: \(error.code.rawValue)")
             if downSince == nil { downSince = clock.now }
             return .ended(advance(.connectFailed))
         }
-        let isOpen = await manager.state == .open
-        let timings = await manager.handshakeTimings
-        let connectedAt = await manager.connectedAt
-        ledger.check(.connectedAfterHandshake, isOpen && timings != nil && connectedAt != nil, actor: history,
-                     "connect() returned without an open, timed handshake")
-        if let timings, let connectedAt {
+        let timings = outcome.timings
+        ledger.check(.connectedAfterHandshake, outcome.isOpen && timings != nil && outcome.connectedAt != nil,
+                     actor: history, "connect() returned without an open, timed handshake")
+        if let timings, let connectedAt = outcome.connectedAt {
             ledger.check(.connectedAfterHandshake, connectedAt >= timings.completedAt, actor: history,
                          "connected \(formatDuration(connectedAt.duration(to: timings.completedAt))) before the 101 was validated")
         }
-        openedConnections.append(manager)
-        let live = await pruneClosedConnections()
-        ledger.check(.oneLiveConnection, live == 1, actor: history, "\(live) live connections")
+        openedConnections = outcome.live
+        ledger.check(.oneLiveConnection, outcome.live.count == 1, actor: history, "\(outcome.live.count) live connections")
         history.note("connected")
         openedCount += 1
         let faults = plan.faults.reconnect
@@ -276,6 +262,27 @@ struct VirtualUser {
         if faults?.tellsLifecycleOfSuccess() ?? true { _ = advance(.connected) }
         recorder.connectionsOpened += 1
         return .opened(manager)
+    }
+
+    /// The checks and counts before connect attempt `attempt`, and its manager; nil when a flow's handshake template
+    /// names a value the client lacks (no connect then).
+    private mutating func makeManager(attempt: Int, isReconnect: Bool) -> WebSocketManager? {
+        if isReconnect { reconnectsSinceSuccess += 1 }
+        ledger.checkConnectAttempt(isStopped: latch.isStopped(id), reconnect: isReconnect ? reconnectsSinceSuccess : nil,
+                                   maximumAttempts: plan.websocket.reconnect?.maximumAttempts, actor: history)
+        var url = plan.url
+        var configuration = plan.configuration
+        if let flow = plan.flow, let flowState {
+            guard flowHandshake(flow, state: flowState, url: &url, configuration: &configuration) else { return nil }
+        }
+        let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
+        recorder.connectAttempts += 1
+        if isReconnect {
+            recorder.reconnects += 1
+            recorder.reconnectsByTick[LoopRecorder.tick(clock.now), default: 0] += 1
+        }
+        history.note(attempt == 0 ? "connect" : "reconnect attempt \(attempt)")
+        return manager
     }
 
     /// A driven connection has ended: its close outcome, the checks on it, and the lifecycle's next action.
@@ -339,18 +346,39 @@ struct VirtualUser {
         return live.count
     }
 
+    /// What a connect attempt came to, as the handshake's child task read it from the manager.
+    private struct HandshakeOutcome: Sendable {
+        var error: WebSocketClientError?
+        var isOpen = false
+        var timings: WebSocketManager.HandshakeTimings?
+        var connectedAt: LoopClock.Instant?
+        /// The actor's connections not closed: those opened before (`besides`), then this one once it opened.
+        var live: [WebSocketManager] = []
+    }
+
     /// Connects in a short-lived child task. A task's allocator keeps the slabs its deepest frames needed
     /// until the task ends; the handshake's frames are deep, and the connection's own task lives for
-    /// hours, so the handshake runs in a task of its own and gives its memory back.
-    private static func connect(_ manager: WebSocketManager, on loop: EventLoop) async -> WebSocketClientError? {
-        await withTaskGroup(of: WebSocketClientError?.self) { group in
+    /// hours, so the handshake runs in a task of its own and gives its memory back. The child also reads what
+    /// ``open(attempt:downSince:)`` checks, so the opening frame holds nothing across a hop to the manager.
+    private static func connect(
+        _ manager: WebSocketManager, besides earlier: [WebSocketManager], on loop: EventLoop
+    ) async -> HandshakeOutcome {
+        await withTaskGroup(of: HandshakeOutcome.self) { group in
             group.addTask(executorPreference: loop.taskExecutor) {
+                var outcome = HandshakeOutcome()
                 do throws(WebSocketClientError) {
                     try await manager.connect()
-                    return nil
                 } catch {
-                    return error
+                    outcome.error = error
+                    return outcome
                 }
+                outcome.isOpen = await manager.state == .open
+                outcome.timings = await manager.handshakeTimings
+                outcome.connectedAt = await manager.connectedAt
+                for connection in earlier + [manager] where await connection.state != .closed {
+                    outcome.live.append(connection)
+                }
+                return outcome
             }
             return await group.next()!
         }
@@ -368,8 +396,8 @@ struct VirtualUser {
         hasConnectedSinceBackoff = false
         history.note("backoff \(formatDuration(delay)) before attempt \(transition.attempt)")
         previousBackoff = delay
-        // A wake left over from the connection (a ping timer that fired as the reader ended) must not cut
-        // the backoff short: the delay is the lifecycle's, to the nanosecond.
+        // A wake left over from the connection (a flow's reader that ended, say) must not cut the backoff short:
+        // the delay is the lifecycle's, to the nanosecond.
         latch.discardPendingWake(id)
         let started = clock.now
         let deadline = started.advanced(by: faults?.wait(forBackoff: delay) ?? delay)
@@ -379,77 +407,28 @@ struct VirtualUser {
         return advance(.backoffElapsed)
     }
 
-    /// Waits until this connection is stopped or woken, or `deadline` passes.
-    private func waitForLatch(until deadline: LoopClock.Instant?) async {
-        guard let deadline else { return await latch.wait(id) }
-        let delay = clock.now.duration(to: deadline)
-        guard delay > .zero else { return }
+    /// Waits until this connection is stopped or woken, or `deadline` passes (a loop timer wakes it).
+    private func waitForLatch(until deadline: LoopClock.Instant) async {
+        guard clock.now < deadline else { return }
         let latch = self.latch
         let id = self.id
-        let timer = ScheduledTimer(on: loop, after: delay) { latch.wake(id) }
+        let timer = LoopTimer(on: loop) { latch.wake(id) }
+        timer.schedule(at: deadline)
         await latch.wait(id)
         timer.cancel()
     }
 
-    /// Runs the pattern on an open connection until it ends; closes it gracefully when stopped.
+    /// Runs the pattern on an open connection until it ends, in this task: it reads, while the loop's timers ping,
+    /// pace the sends and, when the run stops this client, queue the close (``ConnectionRun``). One task per
+    /// connection: an idle connection holds this task's frames and nothing else that waits.
     @inline(never)
     private mutating func drive(_ manager: WebSocketManager) async -> Ending {
         if let flow = plan.flow, let flowState { return await driveFlow(manager, flow: flow, state: flowState) }
         let connection = ConnectionRun(
-            id: id, plan: plan, recorder: recorder, latch: latch, random: random.split(), loop: loop, ledger: ledger,
-            history: history)
-        let latch = self.latch
-        let id = self.id
-        let loop = self.loop
-        let bodyEnding = await withTaskGroup(of: Ending?.self) { group -> Ending in
-            group.addTask(executorPreference: loop.taskExecutor) {
-                let ending = await connection.runPattern(manager)
-                latch.wake(id)
-                return ending
-            }
-            if plan.websocket.pattern == .echo || plan.websocket.pattern == .typed {
-                switch plan.websocket.schedule {
-                case .open(let rate):
-                    group.addTask(executorPreference: loop.taskExecutor) {
-                        await connection.sendOnSchedule(manager, rate: rate)
-                        return nil
-                    }
-                case .closed(let think) where think > .zero:
-                    group.addTask(executorPreference: loop.taskExecutor) {
-                        await connection.sendWithThinkTime(manager, think: think)
-                        return nil
-                    }
-                case .closed:
-                    break  // the reader sends too
-                }
-            }
-            // This task waits for the stop or the reader's end, pinging when a ping is due (one task fewer per
-            // connection than a separate pinger: idle connections are what memory is spent on).
-            let interval = plan.websocket.pingInterval
-            var nextPing = interval.map { clock.now.advanced(by: $0) }
-            while true {
-                await waitForLatch(until: nextPing)
-                if latch.isStopped(id) || connection.hasReaderEnded { break }
-                if let due = nextPing, let interval, clock.now >= due {
-                    await connection.ping(manager)
-                    nextPing = clock.now.advanced(by: interval)
-                }
-            }
-            if latch.isStopped(id) {
-                // Graceful: no new requests (the senders see the stop), the replies in flight arrive, then the
-                // closing handshake. gracefulStop bounds it all: past it the run cancels, which ends the reader.
-                await connection.waitUntilAnswered(manager)
-                await manager.beginClosing(code: .normalClosure, reason: "run stopped")
-            }
-            var ending = Ending.dropped
-            while let result = await group.next() {
-                guard let result else { continue }
-                ending = result
-                group.cancelAll()  // the sender ends with the reader
-            }
-            return ending
-        }
+            id: id, plan: plan, manager: manager, recorder: recorder, latch: latch, random: random.split(), loop: loop,
+            ledger: ledger, history: history)
+        let ending = await connection.run(manager)
         if await manager.state != .closed { await manager.disconnect(code: .normalClosure, reason: "done") }
-        return latch.isStopped(id) ? .stopped : bodyEnding
+        return latch.isStopped(id) ? .stopped : ending
     }
 }

@@ -17,6 +17,12 @@ public protocol ByteStream: AnyObject, Sendable {
     /// write high-water mark; above it the caller waits until the queue drains (backpressure).
     func write(_ bytes: [UInt8]) async throws
 
+    /// Sends `bytes` in order without ever waiting, for a caller with no task to suspend (a ``LoopTimer``'s
+    /// callback): what the transport cannot take at once is queued, whatever the high-water mark. Nothing is
+    /// thrown: a failure closes the stream with its error, so the pending or the next read reports it. Writes
+    /// already under way or waiting their turn go out first, each whole.
+    func writeWithoutWaiting(_ bytes: [UInt8])
+
     /// Half-closes: flushes queued writes, then sends FIN (TLS: close_notify first). Reading continues.
     func shutdownWrite() async throws
 

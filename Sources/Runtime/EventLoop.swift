@@ -24,6 +24,8 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
     /// Scratch space libuv reads into; shared by every stream on this loop (alloc and read callbacks
     /// run back to back for one stream, so no two reads overlap).
     let readScratch: UnsafeMutableRawBufferPointer
+    /// The deadlines of this loop's ``LoopTimer``s, behind one libuv timer (`TimerQueue.swift`).
+    let timers = TimerQueue()
 
     private let inbox = Lock(Inbox())
     private let loopThread = Atomic<UInt>(0)
@@ -98,6 +100,7 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
         // The check handle alone must not keep the loop alive; the async handle does that until shutdown.
         uv_unref(UnsafeMutableRawPointer(checkHandle).assumingMemoryBound(to: uv_handle_t.self))
         uv_idle_init(uvLoop, idleHandle)
+        timers.initialize(on: uvLoop)
 
         let start = ThreadStart(loop: self, networkNamespace: networkNamespace)
         let status = pthread_create(&thread, nil, { raw in
@@ -325,9 +328,10 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
             Unmanaged<LoopHandle>.fromOpaque(data).takeUnretainedValue().close()
         }, nil)
         drainLocalQueue()
+        timers.close()
         for handle in [
             UnsafeMutableRawPointer(asyncHandle), UnsafeMutableRawPointer(checkHandle),
-            UnsafeMutableRawPointer(idleHandle),
+            UnsafeMutableRawPointer(idleHandle), UnsafeMutableRawPointer(timers.uvHandle),
         ] {
             uv_close(handle.assumingMemoryBound(to: uv_handle_t.self), nil)
         }

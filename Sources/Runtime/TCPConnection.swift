@@ -62,6 +62,11 @@ public final class TCPConnection: ByteStream {
         try await stream.write(bytes)
     }
 
+    public func writeWithoutWaiting(_ bytes: [UInt8]) {
+        precondition(loop.inLoopThread, "TCPConnection.writeWithoutWaiting must be called on \(loop)'s thread")
+        stream.writeWithoutWaiting(bytes)
+    }
+
     public func shutdownWrite() async throws {
         precondition(loop.inLoopThread, "TCPConnection.shutdownWrite must be called on \(loop)'s thread")
         try await stream.shutdownWrite()

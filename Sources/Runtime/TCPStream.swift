@@ -246,6 +246,36 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         }
     }
 
+    /// ``ByteStream/writeWithoutWaiting(_:)``: `uv_try_write`, the rest queued with `uv_write` whatever the
+    /// high-water mark. A failure closes the stream with its error, so the pending or the next read reports it.
+    func writeWithoutWaiting(_ bytes: [UInt8]) {
+        guard !isClosing, !bytes.isEmpty else { return }
+        do throws(RuntimeError) {
+            if let writeFailure { throw writeFailure }
+            acceptedWriteBytes &+= bytes.count
+            var written = 0
+            if queuedWriteBytes == 0 {
+                let status = bytes.withUnsafeBytes { raw -> Int32 in
+                    var buffer = uv_buf_init(
+                        UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)),
+                        UInt32(raw.count))
+                    return uv_try_write(stream, &buffer, 1)
+                }
+                if status >= 0 {
+                    written = Int(status)
+                } else if status != UV_EAGAIN.rawValue {
+                    writeFailure = RuntimeError(uvStatus: status, function: "uv_try_write")
+                    throw writeFailure!
+                }
+                if written == bytes.count { return }
+            }
+            try enqueueWrite(bytes[written...])
+        } catch {
+            closeReason = error
+            close()
+        }
+    }
+
     /// One allocation: the `uv_write_t`, then the byte count, then a copy of the bytes.
     private static let writeHeaderSize = (MemoryLayout<uv_write_t>.size + 15) & ~15 + 16
 

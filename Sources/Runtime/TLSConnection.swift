@@ -23,7 +23,7 @@ public final class TLSConnection: ByteStream {
     /// may wait for TCP between records, and another writer's records must not land between them.
     nonisolated(unsafe) private var isWriting = false
     /// Writers waiting for their turn, in call order; the first gets the turn when the current writer ends.
-    nonisolated(unsafe) private var writeWaiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+    nonisolated(unsafe) private var writeWaiters: [WriteTurn] = []
     nonisolated(unsafe) private var lastWriterID: UInt64 = 0
 
     private init(tcp: TCPConnection, context: TLSContext) throws(RuntimeError) {
@@ -129,14 +129,20 @@ public final class TLSConnection: ByteStream {
 
     /// Moves everything OpenSSL wrote into the output BIO to the TCP stream, in order.
     private func flushOutput() async throws {
+        guard let records = takeRecords() else { return }
+        // tcp.write queues synchronously before it may suspend, so concurrent flushes keep their order.
+        try await tcp.write(records)
+    }
+
+    /// Everything OpenSSL wrote into the output BIO, taken out of it; nil when there is nothing.
+    private func takeRecords() -> [UInt8]? {
         let pending = wsload_BIO_pending(output)
-        guard pending > 0 else { return }
+        guard pending > 0 else { return nil }
         var bytes = [UInt8](repeating: 0, count: pending)
         let count = bytes.withUnsafeMutableBytes { BIO_read(output, $0.baseAddress, Int32($0.count)) }
-        if count <= 0 { return }
+        if count <= 0 { return nil }
         if Int(count) < bytes.count { bytes.removeSubrange(Int(count)...) }
-        // tcp.write queues synchronously before it may suspend, so concurrent flushes keep their order.
-        try await tcp.write(bytes)
+        return bytes
     }
 
     /// Reads ciphertext from TCP into the input BIO. Returns false at EOF.
@@ -172,6 +178,10 @@ public final class TLSConnection: ByteStream {
         var needsCiphertext = !hasBufferedInput
         while true {
             if needsCiphertext {
+                // A read that ends on records without data (TLS 1.3 session tickets after the handshake, a key
+                // update) keeps OpenSSL's 16.6 KB record buffer: SSL_MODE_RELEASE_BUFFERS frees it only after data.
+                // Nothing is buffered now, so free it before a wait that may last the connection's idle life.
+                _ = SSL_free_buffers(ssl)
                 // TLS 1.3 tickets and key updates may need an answer before more data comes.
                 try await flushOutput()
                 // At EOF OpenSSL reports the end (close_notify or not) on the SSL_read below.
@@ -229,6 +239,36 @@ public final class TLSConnection: ByteStream {
         }
     }
 
+    /// Encrypts `bytes` and hands the records to TCP without waiting (``ByteStream/writeWithoutWaiting(_:)``). While
+    /// another writer owns the stream (it may wait for TCP between records) the bytes take their turn behind it and
+    /// the writers already waiting, and go out when it comes, still without a task waiting.
+    public func writeWithoutWaiting(_ bytes: [UInt8]) {
+        precondition(loop.inLoopThread, "TLSConnection.writeWithoutWaiting must be called on \(loop)'s thread")
+        guard !bytes.isEmpty else { return }
+        if isWriting {
+            writeWaiters.append(.deferred(bytes))
+        } else {
+            send(bytes)
+        }
+    }
+
+    /// Encrypts all of `bytes` into the output BIO (a memory BIO takes every record at once) and hands the records to
+    /// TCP without waiting. A failure closes the stream; reads report it.
+    private func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            ERR_clear_error()
+            let count = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32($0.count - offset)) }
+            guard count > 0 else {
+                if readFailure == nil { readFailure = tlsError(.tlsProtocolError, "SSL_write") }
+                tcp.close()
+                return
+            }
+            offset += Int(count)
+        }
+        if let records = takeRecords() { tcp.writeWithoutWaiting(records) }
+    }
+
     /// Sends close_notify, then half-closes TCP, after the writes already under way or waiting.
     public func shutdownWrite() async throws {
         precondition(loop.inLoopThread, "TLSConnection.shutdownWrite must be called on \(loop)'s thread")
@@ -253,7 +293,7 @@ public final class TLSConnection: ByteStream {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 // Cancelled already: the handler ran (or will run) before this waiter was queued.
                 if Task.isCancelled { return continuation.resume(throwing: CancellationError()) }
-                writeWaiters.append((id, continuation))
+                writeWaiters.append(.waiting(id: id, continuation))
                 loop.operationStarted()
             }
         } onCancel: {
@@ -266,23 +306,36 @@ public final class TLSConnection: ByteStream {
         }
     }
 
-    /// The current writer is done: the first waiting writer owns the stream now (`isWriting` stays set).
+    /// A turn in the write queue: a writer waiting for the stream, or bytes handed over by one that cannot wait.
+    private enum WriteTurn {
+        case waiting(id: UInt64, CheckedContinuation<Void, any Error>)
+        case deferred([UInt8])
+    }
+
+    /// The current writer is done: deferred bytes at the head of the queue go out now, then the first waiting writer
+    /// owns the stream (`isWriting` stays set); with nobody left, the stream is free.
     private func passWriteTurn() {
-        guard !writeWaiters.isEmpty else {
-            isWriting = false
-            return
+        while !writeWaiters.isEmpty {
+            switch writeWaiters.removeFirst() {
+            case .deferred(let bytes):
+                send(bytes)
+            case .waiting(_, let continuation):
+                loop.operationEnded()
+                continuation.resume()
+                return
+            }
         }
-        let next = writeWaiters.removeFirst()
-        loop.operationEnded()
-        next.continuation.resume()
+        isWriting = false
     }
 
     /// A waiting writer was cancelled: it leaves the queue. Nothing to do if it already got its turn.
     private func removeWriteWaiter(_ id: UInt64) {
-        guard let index = writeWaiters.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = writeWaiters.remove(at: index)
+        let index = writeWaiters.firstIndex {
+            if case .waiting(id, _) = $0 { true } else { false }
+        }
+        guard let index, case .waiting(_, let continuation) = writeWaiters.remove(at: index) else { return }
         loop.operationEnded()
-        waiter.continuation.resume(throwing: CancellationError())
+        continuation.resume(throwing: CancellationError())
     }
 
     public func close() { tcp.close() }

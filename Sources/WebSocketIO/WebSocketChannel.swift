@@ -66,6 +66,15 @@ public final class WebSocketChannel {
         connection.recycleOutput(consume bytes)
     }
 
+    /// Writes whatever is queued on ``connection`` without waiting (``ByteStream/writeWithoutWaiting(_:)``): for
+    /// frames queued from a loop timer's callback, which has no task to suspend. A failure surfaces on the next read.
+    public func flushWithoutWaiting() {
+        guard connection.hasOutput else { return }
+        let bytes = connection.takeOutput()
+        stream.writeWithoutWaiting(bytes)
+        connection.recycleOutput(consume bytes)
+    }
+
     /// Flushes, then reads until an event is parsed or the transport ends. Inlined too: with one message
     /// in flight every message needs a read, and an out-of-line async call costs a frame each time.
     @inlinable @inline(__always)

@@ -4,6 +4,8 @@
   /            echo every message (text stays text, binary stays binary)
   /whoami      send the Authorization header the server saw, then echo
   /close/CODE  echo one message, then close with CODE and reason "bye"
+  /slow/MS     echo every message MS milliseconds after it arrived; a close is answered at once, and the echoes
+               still pending then are never sent (a client that closes before its replies are in loses them)
 
 and a miniature Autobahn fuzzing server (the protocol `wsload autobahn` speaks):
 
@@ -23,6 +25,7 @@ import sys
 import urllib.parse
 
 from websockets.asyncio.server import serve
+from websockets.exceptions import ConnectionClosed
 
 
 async def autobahn(connection, path, query):
@@ -41,12 +44,31 @@ async def autobahn(connection, path, query):
     await connection.close(code=1000)
 
 
+async def slow_echo(connection, delay):
+    pending = set()
+
+    async def later(message):
+        await asyncio.sleep(delay)
+        try:
+            await connection.send(message)
+        except ConnectionClosed:
+            pass  # the client closed first: this echo is lost
+
+    async for message in connection:
+        task = asyncio.get_running_loop().create_task(later(message))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+
 async def handler(connection):
     parsed = urllib.parse.urlsplit(connection.request.path)
     if parsed.path in ("/getCaseCount", "/runCase", "/updateReports"):
         await autobahn(connection, parsed.path, urllib.parse.parse_qs(parsed.query))
         return
     path = connection.request.path
+    if path.startswith("/slow/"):
+        await slow_echo(connection, int(path.split("/")[2]) / 1000)
+        return
     if path == "/whoami":
         await connection.send(connection.request.headers.get("Authorization", "<none>"))
     close_code = int(path.split("/")[2]) if path.startswith("/close/") else None

@@ -129,6 +129,35 @@ struct ConcurrentWriteTests {
         }
     }
 
+    @Test("a write without waiting takes its turn behind the writer under way, before the writers after it",
+          arguments: SharedStreamKind.allCases)
+    func writeWithoutWaitingTakesItsTurn(kind: SharedStreamKind) async throws {
+        try await withLoopGroup(loopCount: 2) { group in
+            let (writer, reader) = try await connectedPair(kind, writerLoop: group.loops[0], readerLoop: group.loops[1])
+            let messages = [
+                [UInt8](repeating: 0xA1, count: Self.messageSize), [UInt8](repeating: 0xB2, count: 4096),
+                [UInt8](repeating: 0xC3, count: 4096),
+            ]
+            let progress = WriterProgress()
+            let first = try await startWriters([messages[0]], on: writer, progress: progress)
+            try await waitUntil { progress.hasStarted(0) }
+            // A loop timer's callback would write so: the first writer is suspended mid-message meanwhile.
+            try await onLoop(writer.loop) { writer.writeWithoutWaiting(messages[1]) }
+            let lastProgress = WriterProgress()
+            let last = try await startWriters([messages[2]], on: writer, progress: lastProgress)
+            try await waitUntil { lastProgress.hasStarted(0) }
+            #expect(!progress.hasFinished(0), "the first writer must still be mid-message when the others write")
+            let received = try await read(messages.reduce(0) { $0 + $1.count }, from: reader)
+            #expect(await first[0].value == nil)
+            #expect(await last[0].value == nil)
+            let found = runs(received)
+            #expect(found.map(\.value) == [0xA1, 0xB2, 0xC3] && found.map(\.count) == messages.map(\.count),
+                    "\(kind): \(found.count) runs, the first \(found.prefix(6).map { "\($0.count)×\($0.value)" })")
+            writer.close()
+            reader.close()
+        }
+    }
+
     /// TLS only: TCP accepts every write at once (in order) and has no queue a writer could leave; a TCP writer
     /// cancelled while it waits for the queue to drain closes the stream, as ``ByteStream`` documents.
     @Test("TLS: a queued writer that is cancelled leaves the queue; the writers behind it still write, in order")

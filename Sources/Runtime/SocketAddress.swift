@@ -73,8 +73,24 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: length)) }
     }
 
+    /// `127.0.0.host` with port 0: a source address on the loopback interface (every address of 127.0.0.0/8 is).
+    init(ipv4Loopback host: UInt8) {
+        storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in
+            let address = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+            address.pointee.sin_family = sa_family_t(AF_INET)
+            address.pointee.sin_addr.s_addr = (UInt32(127) << 24 | UInt32(host)).bigEndian
+        }
+    }
+
     /// IPv4 or IPv6.
     public var family: Family { Int32(storage.ss_family) == AF_INET6 ? .ipv6 : .ipv4 }
+
+    /// Whether this is an IPv4 loopback address (127.0.0.0/8).
+    public var isIPv4Loopback: Bool {
+        guard family == .ipv4 else { return false }
+        return withUnsafeBytes(of: storage) { UInt32(bigEndian: $0.load(as: sockaddr_in.self).sin_addr.s_addr) >> 24 == 127 }
+    }
 
     /// The port in host byte order.
     public var port: Int {

@@ -45,7 +45,7 @@ extension WebSocketManager {
             }
             // A fault seam (nil in real runs): a test may announce the connection before the 101, the reference's bug.
             configuration.faults?.upgradeRequestWillBeSent { announceConnected(subprotocol: nil) }
-            try await byteStream.write(handshake.request.serialized())
+            try await byteStream.write(handshake.requestBytes)
             var parser = HTTPHeadParser()
             var buffer: [UInt8] = []
             while true {

@@ -20,7 +20,8 @@ HOLD seconds, stops gracefully, and reads the report. Prints per round and the m
   TCPSynRetrans, and Tcp RetransSegs;
   the deepest accept queue seen (`ss -lnt` Recv-Q of the server's listeners, summed, sampled every 20 ms);
   CPU (user + system) per connection while connecting, client and server: their CPU 0.5 s before the end of the
-  hold (idle connections cost nothing), over N; the client's CPU for the whole round (the stop included); the load average.
+  hold (idle connections cost nothing), over N; how long the graceful stop of all N took (the report's elapsed time
+  past the planned one); the client's CPU for the whole round (the stop included); the load average.
 
 Environment:
   BUILD=0           skip `swift build -c release --product wsload`
@@ -209,6 +210,7 @@ def run_round(index, url, port, server_pid):
         "kernel": {name: after.get(name, 0) - before.get(name, 0) for name in watched},
         "accept_queue": deepest[0], "cpu": cpu, "load": load, "status": status,
         "client_us": client_cpu / n * 1e6, "server_us": server_cpu / n * 1e6, "sampled_at": sampled_at,
+        "stop": report["run"]["elapsedSeconds"] - report["run"]["plannedSeconds"],
     }
 
 def line(r):
@@ -222,7 +224,7 @@ def line(r):
             f"errors {r['errors']}; accept queue max {r['accept_queue']}; {kernel}; CPU per connection while connecting: "
             f"client {r['client_us']:.0f} us, server {r['server_us']:.0f} us"
             + (" (sampled before all were open: an undercount)" if not r["all_open"] or r["all_open"] > r["sampled_at"] else "")
-            + f"; client CPU for the round {r['cpu']:.2f} s; "
+            + f"; the graceful stop {r['stop']:.1f} s; client CPU for the round {r['cpu']:.2f} s; "
             f"load {r['load']:.1f}; exit {r['status']}")
 
 server, url, port = start_server()

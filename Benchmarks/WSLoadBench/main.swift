@@ -5,6 +5,7 @@
 //                                               [--peer embedded|node|both] [--api receive|events|both] [--loops N]
 //   swift run -c release wsload-bench histogram [--samples 10000000]
 //   swift run -c release wsload-bench metrics [--scenarios 3] [--steps 8] [--samples 100000]
+//   swift run -c release wsload-bench handshake [--rounds 100000]
 //   wsload-bench echo-server            (internal: the peer process the runtime benchmark drives)
 import Foundation
 import Runtime
@@ -43,9 +44,11 @@ case "histogram":
 case "metrics":
     MetricsBenchmark(scenarios: option("--scenarios", default: 3), steps: option("--steps", default: 8),
                      samples: option("--samples", default: 100_000)).run()
+case "handshake":
+    HandshakeBenchmark(rounds: option("--rounds", default: 100_000)).run()
 case "echo-server":
     try await runEchoServer()
 default:
-    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket|histogram|metrics [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both] [--loops N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket|histogram|metrics|handshake [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both] [--loops N] [--rounds N]\n".utf8))
     exit(64)
 }

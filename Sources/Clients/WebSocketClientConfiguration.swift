@@ -45,6 +45,8 @@ package struct WebSocketClientConfiguration: Sendable {
     package var maximumPendingMessages: Int
     /// The same for the bytes of those messages (one larger message still passes).
     package var maximumPendingBytes: Int
+    /// Bounds the opening handshakes in flight per loop (``HandshakeWindow``); nil: every connect starts at once.
+    package var handshakeWindow: HandshakeWindow?
 
     package init(
         headers: HTTPHeaders = HTTPHeaders(), origin: String? = nil, subprotocols: [String] = [],

@@ -5,11 +5,26 @@ import WebSocketIO
 
 /// The opening handshake: TCP, TLS for wss, the HTTP upgrade and its validation (RFC 6455 §4.1).
 extension WebSocketManager {
-    /// Performs the opening handshake (TCP, TLS for wss, HTTP upgrade) within `handshakeTimeout`.
-    /// ``run()`` calls it; call it directly only to drive the connection without `run`.
+    /// Performs the opening handshake (TCP, TLS for wss, HTTP upgrade) within `handshakeTimeout`, after waiting for
+    /// a place in the configuration's ``WebSocketClientConfiguration/handshakeWindow`` (if any; the wait is not
+    /// part of the handshake's figures). ``run()`` calls it; call it directly only to drive the connection without
+    /// `run`.
     package func connect() async throws(WebSocketClientError) {
         guard state == .idle else { throw WebSocketClientError(.invalidConfiguration, "connect() called twice") }
         state = .connecting
+        let window = configuration.handshakeWindow
+        var isInWindow = false
+        do {
+            isInWindow = try await window?.enter(on: loop) ?? false
+        } catch {
+            state = .closed
+            throw WebSocketClientError(.notConnected, "cancelled while waiting to connect")
+        }
+        defer { if isInWindow { window?.leave(on: loop) } }
+        guard state == .connecting else {
+            // disconnect() was called while it waited.
+            throw WebSocketClientError(.notConnected, "disconnected during the handshake")
+        }
         var deadlineHit = false
         var target = url
         var headers = configuration.headers
@@ -45,7 +60,7 @@ extension WebSocketManager {
             }
             // A fault seam (nil in real runs): a test may announce the connection before the 101, the reference's bug.
             configuration.faults?.upgradeRequestWillBeSent { announceConnected(subprotocol: nil) }
-            try await byteStream.write(handshake.request.serialized())
+            try await byteStream.write(handshake.requestBytes)
             var parser = HTTPHeadParser()
             var buffer: [UInt8] = []
             while true {

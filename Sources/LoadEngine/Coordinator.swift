@@ -63,6 +63,7 @@ struct Coordinator {
                 while shutdown?.isRequested != true {
                     let elapsed = start.duration(to: clock.now)
                     let due = agenda.advance(to: elapsed)
+                    fleet.beginPass()
                     fireChaos(due.chaos, decidedAt: elapsed, runStart: start, in: &connections)
                     for (index, step) in due.ramps.enumerated() {
                         guard let step else { continue }
@@ -76,7 +77,9 @@ struct Coordinator {
                         await gatherAndReport(at: elapsed, closesInterval: due.closesInterval)
                         if abortedBy != nil { break }
                     }
-                    await wakeup.wait(until: start.advanced(by: agenda.nextDue), on: control)
+                    // Starts held back: a loop rings once it started what it was handed (the timer is a fallback).
+                    let next = fleet.isHoldingStarts ? min(agenda.nextDue, elapsed + Self.heldStartsRecheck) : agenda.nextDue
+                    await wakeup.wait(until: start.advanced(by: next), on: control)
                 }
                 unfinished = await stopEverything(in: &connections, runStart: start)
             }
@@ -142,6 +145,9 @@ struct Coordinator {
         journal.append(closed.interval, scenarios: zip(fleet.plans, closed.scenarios).map { ($0.scenario.name, $1) },
                        invariants: closed.invariants)
     }
+
+    /// With starts held back, the coordinator looks again after this at the latest (a loop's ring is the rule).
+    static let heldStartsRecheck: Duration = .milliseconds(5)
 
     /// How often progress is reported while connections close.
     static let stopProgressEvery: Duration = .milliseconds(250)

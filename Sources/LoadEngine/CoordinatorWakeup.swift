@@ -54,7 +54,7 @@ final class CoordinatorWakeup: Sendable {
 /// to end rings the coordinator (it may be waiting for every connection to be done).
 final class RunningConnections: Sendable {
     private let count = Atomic<Int>(0)
-    private let wakeup: CoordinatorWakeup
+    let wakeup: CoordinatorWakeup
 
     init(wakeup: CoordinatorWakeup) { self.wakeup = wakeup }
 

@@ -160,7 +160,8 @@ package struct LoadRun: Sendable {
         var scratchDirectories: [String] = []
         do {
             plans = try makePlans(profile, baseURL: target.url, httpOrigin: target.httpOrigin, token: token, seed: seed,
-                                  random: &random, scratch: &scratchDirectories)
+                                  handshakeWindow: HandshakeWindow(loops: group.loops), random: &random,
+                                  scratch: &scratchDirectories)
         } catch {
             removeScratch(scratchDirectories)
             _ = group.shutdown()
@@ -383,7 +384,7 @@ package struct LoadRun: Sendable {
 
     private func makePlans(
         _ profile: Profile, baseURL: WebSocketURL, httpOrigin: String, token: String?, seed: UInt64,
-        random: inout SeededRandomNumberGenerator, scratch: inout [String]
+        handshakeWindow: HandshakeWindow, random: inout SeededRandomNumberGenerator, scratch: inout [String]
     ) throws -> [ScenarioPlan] {
         var tlsContext: TLSContext?
         if baseURL.isSecure {
@@ -417,6 +418,7 @@ package struct LoadRun: Sendable {
             configuration.tls = tlsContext
             configuration.serverName = profile.tls.serverName
             configuration.pongTimeout = scenario.websocket.pingTimeout
+            configuration.handshakeWindow = handshakeWindow
             configuration.faults = faults.client
             if let token, let authentication = profile.authentication {
                 switch authentication.placement {

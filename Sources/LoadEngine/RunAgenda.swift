@@ -125,7 +125,14 @@ package struct RunAgenda: Sendable {
         return due
     }
 
-    /// When the next thing falls due (time since the start): a chaos event, a ramp step, a gather, or the end.
+    /// Ramp steps closer together than this are followed together (a step waits up to this long): a ramp of
+    /// 10,000 connections a second is then 100 connections every 10 ms, handed to the loops in batches they
+    /// start in one turn, rather than 10 every millisecond, each batch a wake-up of every loop (measured: a fifth
+    /// more CPU per connection at 19,000 in 1.9 s).
+    package static let rampTick: Duration = .milliseconds(10)
+
+    /// When the next thing falls due (time since the start): a chaos event, a ramp step (no sooner than
+    /// ``rampTick`` after the last), a gather, or the end.
     package var nextDue: Duration {
         var next = min(nextGather, duration)
         if nextChaos < chaosTimes.count { next = min(next, chaosTimes[nextChaos]) }
@@ -133,7 +140,7 @@ package struct RunAgenda: Sendable {
             if followedUntil < ramp.startAfter {
                 next = min(next, ramp.startAfter)
             } else if let change = ramp.schedule.nextChange(after: followedUntil - ramp.startAfter) {
-                next = min(next, ramp.startAfter + change)
+                next = min(next, max(ramp.startAfter + change, followedUntil + Self.rampTick))
             }
         }
         return next

@@ -15,6 +15,17 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         guard (0...65535).contains(port) else {
             throw RuntimeError(.invalidArgument, function: "SocketAddress", detail: "port \(port) is out of range")
         }
+        // The common case, every connect to a numeric IPv4 target: parsed in place, without a string split.
+        if let host = Self.dottedQuad(ip.utf8) {
+            storage = sockaddr_storage()
+            withUnsafeMutableBytes(of: &storage) { raw in
+                let address = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+                address.pointee.sin_family = sa_family_t(AF_INET)
+                address.pointee.sin_port = UInt16(port).bigEndian
+                address.pointee.sin_addr.s_addr = host.bigEndian
+            }
+            return
+        }
         var host = ip
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         var scopeID: UInt32 = 0
@@ -46,6 +57,34 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// `a.b.c.d` as inet_pton(3) reads it (four decimal parts of 0–255, no leading zeros, nothing else), in host
+    /// byte order; nil for anything else, which the general parser then judges.
+    private static func dottedQuad(_ text: String.UTF8View) -> UInt32? {
+        var value: UInt32 = 0
+        var part: UInt32 = 0
+        var digits = 0
+        var parts = 0
+        for byte in text {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if digits == 1 && part == 0 { return nil }  // a leading zero
+                part = part * 10 + UInt32(byte - UInt8(ascii: "0"))
+                digits += 1
+                if digits > 3 || part > 255 { return nil }
+            case UInt8(ascii: "."):
+                guard digits > 0, parts < 3 else { return nil }
+                value = value << 8 | part
+                parts += 1
+                part = 0
+                digits = 0
+            default:
+                return nil
+            }
+        }
+        guard digits > 0, parts == 3 else { return nil }
+        return value << 8 | part
+    }
+
     /// The index of the network interface a zone names: a name (`lo`, `eth0`) or a decimal index, of an interface
     /// that exists now; nil otherwise.
     public static func interfaceIndex(_ zone: String) -> UInt32? {
@@ -73,8 +112,24 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: address, count: length)) }
     }
 
+    /// `127.0.0.host` with port 0: a source address on the loopback interface (every address of 127.0.0.0/8 is).
+    init(ipv4Loopback host: UInt8) {
+        storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in
+            let address = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
+            address.pointee.sin_family = sa_family_t(AF_INET)
+            address.pointee.sin_addr.s_addr = (UInt32(127) << 24 | UInt32(host)).bigEndian
+        }
+    }
+
     /// IPv4 or IPv6.
     public var family: Family { Int32(storage.ss_family) == AF_INET6 ? .ipv6 : .ipv4 }
+
+    /// Whether this is an IPv4 loopback address (127.0.0.0/8).
+    public var isIPv4Loopback: Bool {
+        guard family == .ipv4 else { return false }
+        return withUnsafeBytes(of: storage) { UInt32(bigEndian: $0.load(as: sockaddr_in.self).sin_addr.s_addr) >> 24 == 127 }
+    }
 
     /// The port in host byte order.
     public var port: Int {

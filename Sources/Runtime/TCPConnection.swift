@@ -17,12 +17,18 @@ public final class TCPConnection: ByteStream {
     }
 
     /// Connects to `address`. Call on `loop`'s thread.
+    /// A connection to IPv4 loopback comes from one of `options.loopbackSourceCount` loopback addresses in turn,
+    /// unless `options.sourceAddress` names its source.
     /// - Throws: `RuntimeError` (`refused`, `timeout` after `options.connectTimeout`, `unreachable`,
     ///   `address_not_available` for a bad source address, ...) or `CancellationError`.
     public static func connect(
         to address: SocketAddress, on loop: EventLoop, options: TCPOptions = TCPOptions()
     ) async throws -> TCPConnection {
         precondition(loop.inLoopThread, "TCPConnection.connect must be called on \(loop)'s thread")
+        var options = options
+        if options.sourceAddress == nil {
+            options.sourceAddress = SourceAddressSpread.source(toward: address, count: options.loopbackSourceCount)
+        }
         let connection = TCPConnection(stream: try TCPStream(loop: loop, options: options))
         do {
             try await connection.stream.connect(to: address)

@@ -5,6 +5,10 @@ public struct TCPOptions: Sendable {
     /// Bind to this local address before connecting (port 0 picks one), e.g. `127.0.0.2` to use
     /// another source IP's ephemeral ports past ~28k connections to one destination.
     public var sourceAddress: SocketAddress?
+    /// Connections to IPv4 loopback (127.0.0.0/8) without a ``sourceAddress`` come from `127.0.0.1 … 127.0.0.N`
+    /// in turn (default 8; at most 254), so that no source and destination pair runs short of ephemeral ports
+    /// (Linux's port choice slows down sharply past 14,116 connections per pair). 1: the kernel's choice.
+    public var loopbackSourceCount: Int
     /// Disable Nagle's algorithm (`TCP_NODELAY`); on by default, as latency is what we measure.
     public var isNoDelay: Bool
     /// Send TCP keepalive probes after this much idleness; `nil` leaves keepalive off.
@@ -19,6 +23,7 @@ public struct TCPOptions: Sendable {
     public init(
         connectTimeout: Duration? = .seconds(10),
         sourceAddress: SocketAddress? = nil,
+        loopbackSourceCount: Int = 8,
         isNoDelay: Bool = true,
         keepAlive: Duration? = nil,
         readHighWaterMark: Int = 256 * 1024,
@@ -27,6 +32,7 @@ public struct TCPOptions: Sendable {
     ) {
         self.connectTimeout = connectTimeout
         self.sourceAddress = sourceAddress
+        self.loopbackSourceCount = loopbackSourceCount
         self.isNoDelay = isNoDelay
         self.keepAlive = keepAlive
         self.readHighWaterMark = readHighWaterMark

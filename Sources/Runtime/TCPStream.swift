@@ -50,9 +50,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     // MARK: Connect
 
     func connect(to address: SocketAddress) async throws {
-        if let source = options.sourceAddress {
-            try source.withSockaddr { address throws(RuntimeError) in try uvCheck(uv_tcp_bind(tcp, address, 0), "uv_tcp_bind") }
-        }
+        if let source = options.sourceAddress { try bindSource(source) }
         try await withCancellationHandlerOnCaller {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 guard !isClosing else { return continuation.resume(throwing: failure) }

@@ -6,8 +6,14 @@ let webSocketGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 /// `Sec-WebSocket-Accept` for a `Sec-WebSocket-Key`: base64(SHA-1(key + GUID)) (§4.2.2).
 public func webSocketAcceptValue(forKey key: String) -> String {
-    Crypto.base64Encoded(Crypto.sha1(Array((key + webSocketGUID).utf8)))
+    var input: [UInt8] = []
+    input.reserveCapacity(key.utf8.count + webSocketGUIDBytes.count)
+    input.append(contentsOf: key.utf8)
+    input.append(contentsOf: webSocketGUIDBytes)
+    return Crypto.base64Encoded(Crypto.sha1(input))
 }
+
+private let webSocketGUIDBytes = Array(webSocketGUID.utf8)
 
 /// Why a client handshake was refused. The client sends nothing after a refused handshake.
 public struct WebSocketHandshakeError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -87,6 +93,37 @@ public struct WebSocketClientHandshake: Sendable {
         return port == defaultPort ? name : "\(name):\(port)"
     }
 
+    /// ``request``'s wire bytes, written directly (the same bytes as `request.serialized()`, without building the
+    /// fields as strings first): what a client sends.
+    public var requestBytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(160 + target.utf8.count + headers.fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
+        func line(_ name: StaticString, _ value: String) {
+            bytes.append(contentsOf: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: value.utf8)
+            bytes.append(contentsOf: "\r\n".utf8)
+        }
+        bytes.append(contentsOf: "GET ".utf8)
+        bytes.append(contentsOf: target.utf8)
+        bytes.append(contentsOf: " HTTP/1.1\r\n".utf8)
+        line("Host", hostHeader)
+        bytes.append(contentsOf: "Upgrade: websocket\r\nConnection: Upgrade\r\n".utf8)
+        line("Sec-WebSocket-Key", key)
+        bytes.append(contentsOf: "Sec-WebSocket-Version: 13\r\n".utf8)
+        if let origin { line("Origin", origin) }
+        if !subprotocols.isEmpty { line("Sec-WebSocket-Protocol", subprotocols.joined(separator: ", ")) }
+        if let compression { line("Sec-WebSocket-Extensions", compression.headerValue) }
+        for field in headers where !Self.reservedNames.contains(field.name.lowercased()) {
+            bytes.append(contentsOf: field.name.utf8)
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: field.value.utf8)
+            bytes.append(contentsOf: "\r\n".utf8)
+        }
+        bytes.append(contentsOf: "\r\n".utf8)
+        return bytes
+    }
+
     public var request: HTTPRequestHead {
         var fields = HTTPHeaders()
         fields.add(name: "Host", value: hostHeader)
@@ -97,13 +134,15 @@ public struct WebSocketClientHandshake: Sendable {
         if let origin { fields.add(name: "Origin", value: origin) }
         if !subprotocols.isEmpty { fields.add(name: "Sec-WebSocket-Protocol", value: subprotocols.joined(separator: ", ")) }
         if let compression { fields.add(name: "Sec-WebSocket-Extensions", value: compression.headerValue) }
-        let reserved: Set<String> = ["host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version",
-                                     "sec-websocket-protocol", "sec-websocket-extensions"]
-        for field in headers where !reserved.contains(field.name.lowercased()) {
+        for field in headers where !Self.reservedNames.contains(field.name.lowercased()) {
             fields.add(name: field.name, value: field.value)
         }
         return HTTPRequestHead(method: "GET", target: target, headers: fields)
     }
+
+    /// The fields the handshake sets itself; a caller's own of the same name are dropped.
+    private static let reservedNames: Set<String> = ["host", "upgrade", "connection", "sec-websocket-key",
+                                                     "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]
 
     /// Checks the server's response (§4.1, the client's validation steps 1–6).
     public func validate(_ response: HTTPResponseHead) throws(WebSocketHandshakeError) -> WebSocketHandshakeResult {
@@ -115,22 +154,23 @@ public struct WebSocketClientHandshake: Sendable {
             }
             throw WebSocketHandshakeError(.unexpectedStatus, detail, status: response.status)
         }
-        guard headers.listContains("Upgrade", token: "websocket") else {
+        let fields = HandshakeFields(headers)
+        guard fields.isUpgradeToWebSocket else {
             throw WebSocketHandshakeError(.missingUpgrade, "Upgrade header is \(headers["Upgrade"].map { "\"\($0)\"" } ?? "missing")",
                                           status: 101)
         }
-        guard headers.listContains("Connection", token: "upgrade") else {
+        guard fields.isConnectionUpgrade else {
             throw WebSocketHandshakeError(.missingConnectionUpgrade,
                                           "Connection header is \(headers["Connection"].map { "\"\($0)\"" } ?? "missing")",
                                           status: 101)
         }
         let expected = webSocketAcceptValue(forKey: key)
-        guard headers.count(of: "Sec-WebSocket-Accept") == 1, headers["Sec-WebSocket-Accept"] == expected else {
+        guard fields.acceptCount == 1, fields.accept == expected else {
             throw WebSocketHandshakeError(.badAccept, "Sec-WebSocket-Accept is \(headers["Sec-WebSocket-Accept"].map { "\"\($0)\"" } ?? "missing"), expected \"\(expected)\"",
                                           status: 101)
         }
         var result = WebSocketHandshakeResult(headers: headers)
-        let protocols = headers.listValues("Sec-WebSocket-Protocol")
+        let protocols = fields.protocols
         if !protocols.isEmpty {
             guard protocols.count == 1, subprotocols.contains(protocols[0]) else {
                 throw WebSocketHandshakeError(.unofferedSubprotocol,
@@ -139,7 +179,7 @@ public struct WebSocketClientHandshake: Sendable {
             }
             result.subprotocol = protocols[0]
         }
-        let extensionValues = headers.fields.filter { $0.name.lowercased() == "sec-websocket-extensions" }.map(\.value)
+        let extensionValues = fields.extensionValues
         if !extensionValues.isEmpty {
             guard let extensions = parseExtensionHeader(extensionValues) else {
                 throw WebSocketHandshakeError(.invalidExtension, "malformed Sec-WebSocket-Extensions", status: 101)
@@ -181,30 +221,27 @@ public enum WebSocketServerHandshake {
             let phrase = status == 426 ? "Upgrade Required" : status == 405 ? "Method Not Allowed" : "Bad Request"
             return .reject(response: HTTPResponseHead(status: status, reason: phrase, headers: headers), reason: reason)
         }
-        let headers = request.headers
         guard request.method == "GET" else { return reject(405, "method \(request.method) is not GET") }
         guard request.version == "HTTP/1.1" else { return reject(400, "version \(request.version) is not HTTP/1.1") }
-        guard headers["Host"] != nil else { return reject(400, "missing Host") }
-        guard headers.listContains("Upgrade", token: "websocket") else { return reject(426, "Upgrade is not websocket", ["Upgrade": "websocket"]) }
-        guard headers.listContains("Connection", token: "upgrade") else { return reject(400, "Connection does not list upgrade") }
-        guard headers["Sec-WebSocket-Version"] == "13" else {
+        let fields = HandshakeFields(request.headers)
+        guard fields.hasHost else { return reject(400, "missing Host") }
+        guard fields.isUpgradeToWebSocket else { return reject(426, "Upgrade is not websocket", ["Upgrade": "websocket"]) }
+        guard fields.isConnectionUpgrade else { return reject(400, "Connection does not list upgrade") }
+        guard fields.version == "13" else {
             return reject(426, "unsupported Sec-WebSocket-Version", ["Sec-WebSocket-Version": "13"])
         }
-        guard let key = headers["Sec-WebSocket-Key"], headers.count(of: "Sec-WebSocket-Key") == 1,
-            Crypto.base64Decoded(key)?.count == 16
+        guard let key = fields.key, fields.keyCount == 1, isSixteenByteBase64(key)
         else { return reject(400, "Sec-WebSocket-Key is not 16 base64-encoded bytes") }
 
         var response = HTTPHeaders()
         response.add(name: "Upgrade", value: "websocket")
         response.add(name: "Connection", value: "Upgrade")
         response.add(name: "Sec-WebSocket-Accept", value: webSocketAcceptValue(forKey: key))
-        let offered = headers.listValues("Sec-WebSocket-Protocol")
+        let offered = fields.protocolValues.isEmpty ? [] : fields.protocols
         let chosen = subprotocols.first { offered.contains($0) }
         if let chosen { response.add(name: "Sec-WebSocket-Protocol", value: chosen) }
         var compression: PerMessageDeflateParameters?
-        if isCompressionEnabled,
-            let extensions = parseExtensionHeader(headers.fields.filter { $0.name.lowercased() == "sec-websocket-extensions" }.map(\.value))
-        {
+        if isCompressionEnabled, !fields.extensionValues.isEmpty, let extensions = parseExtensionHeader(fields.extensionValues) {
             // The first acceptable permessage-deflate offer wins (§9.1).
             for element in extensions where element.name == "permessage-deflate" {
                 if let answer = PerMessageDeflateOffer.answer(offer: element.parameters) {

@@ -88,4 +88,26 @@ struct RunAgendaTests {
         #expect(wakes < 40, "\(wakes) wakes: steps, stage ends, gathers, the end — no polling")
         #expect(agenda.areRampsOver(at: .seconds(6)) && !agenda.areRampsOver(at: .milliseconds(5999)))
     }
+
+    @Test("steps closer together than the ramp tick are followed together: 1,000 connections in 1 s, a wake every 10 ms")
+    func coalescedSteps() {
+        let ramp = RampSchedule(connections: 1000, stages: [.init(target: 1000, duration: .seconds(1))])
+        var agenda = agenda(duration: .seconds(2), ramp: ramp)
+        var elapsed = Duration.zero
+        var wakes: [Duration] = []
+        var targets: [Int] = []
+        while true {
+            let due = agenda.advance(to: elapsed)
+            if let step = due.ramps.first ?? nil { targets.append(step.peak) }
+            if due.isOver { break }
+            elapsed = agenda.nextDue
+            wakes.append(elapsed)
+        }
+        #expect(zip(wakes, wakes.dropFirst()).allSatisfy { $1 - $0 >= RunAgenda.rampTick || $1 == .seconds(1) || $1 == .seconds(2) },
+                "\(wakes.prefix(5))")
+        #expect(wakes.first == RunAgenda.rampTick, "the first step (at 1 ms) waits for the tick")
+        #expect(targets.last == 1000 && targets == targets.sorted(), "every connection is still started, in order")
+        #expect(targets.contains(10) && targets.contains(500), "\(targets.prefix(5))")
+        #expect(wakes.count < 110, "\(wakes.count) wakes")
+    }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import HTTP1
 import Testing
 @testable import WebSocket
@@ -118,5 +119,79 @@ struct HandshakeTests {
         bad.headers.replaceOrAdd(name: "Sec-WebSocket-Key", value: "c2hvcnQ=")
         guard case .reject(let keyResponse, _) = WebSocketServerHandshake.respond(to: bad) else { Issue.record("accepted a short key"); return }
         #expect(keyResponse.status == 400)
+    }
+
+    @Test("requestBytes are request.serialized() byte for byte")
+    func requestBytes() {
+        let handshakes = [
+            WebSocketClientHandshake(host: "127.0.0.1", port: 8765, isSecure: false),
+            WebSocketClientHandshake(host: "example.com", port: 443, isSecure: true, target: "", keyBytes: sampleKey),
+            WebSocketClientHandshake(
+                host: "::1", port: 8080, isSecure: false, target: "/chat?room=1", origin: "http://example.com",
+                subprotocols: ["chat.v2", "chat.v1"], compression: PerMessageDeflateOffer(),
+                headers: ["Authorization": "Bearer secret", "UPGRADE": "h2c", "X-Trace": "é ü", "sec-websocket-key": "mine"],
+                keyBytes: sampleKey),
+        ]
+        for handshake in handshakes {
+            #expect(handshake.requestBytes == handshake.request.serialized(),
+                    "\(String(decoding: handshake.requestBytes, as: UTF8.self))")
+        }
+    }
+
+    @Test("the handshake's fields in one pass: any case, list tokens with whitespace, repeated fields")
+    func fieldsInOnePass() {
+        let fields = HandshakeFields([
+            "HOST": "h", "connection": "keep-alive", "Connection": " keep-alive ,\tUpGrade ", "upgrade": "h2c,  WebSocket",
+            "sec-websocket-version": "13", "Sec-WebSocket-Version": "8", "Sec-WebSocket-Key": "a", "SEC-WEBSOCKET-KEY": "b",
+            "Sec-WebSocket-Accept": "x", "Sec-WebSocket-Protocol": "a, ,b", "sec-websocket-protocol": "c",
+            "Sec-WebSocket-Extensions": "permessage-deflate", "Sec-WebSocket-Extension": "not this one",
+        ])
+        #expect(fields.hasHost)
+        #expect(fields.isUpgradeToWebSocket)
+        #expect(fields.isConnectionUpgrade)
+        #expect(fields.version == "13")
+        #expect(fields.key == "a" && fields.keyCount == 2)
+        #expect(fields.accept == "x" && fields.acceptCount == 1)
+        #expect(fields.protocols == ["a", "b", "c"])
+        #expect(fields.extensionValues == ["permessage-deflate"])
+        for (name, value) in [("Connection", "upgrades"), ("Connection", "keep-alive upgrade"), ("Connection", ""),
+                              ("Connection", ","), ("Connection", "up grade"), ("Connections", "upgrade")] {
+            #expect(!HandshakeFields([name: value]).isConnectionUpgrade, "\(name): \(value)")
+        }
+        #expect(HandshakeFields(["Connection": "upgrade,"]).isConnectionUpgrade)
+        #expect(HandshakeFields(["Connection": ",upgrade"]).isConnectionUpgrade)
+        #expect(!HandshakeFields(["Upgrade": "websockets"]).isUpgradeToWebSocket)
+        #expect(!HandshakeFields(["Hostname": "h"]).hasHost)
+    }
+
+    @Test("a key is 16 bytes of base64 exactly when Crypto.base64Decoded says so")
+    func keyCheck() {
+        let keys = ["dGhlIHNhbXBsZSBub25jZQ==", "AAAAAAAAAAAAAAAAAAAAAA==", "+/+/+/+/+/+/+/+/+/+/+w==", "dGhlIHNhbXBsZSBub25jZQ=",
+                    "dGhlIHNhbXBsZSBub25jZQ===", "dGhlIHNhbXBsZSBub25jZ===", "dGhlIHNhbXBsZSBub25jZQAA", "dGhlIHNhbXBsZSBub25jZ-==",
+                    "dGhlIHNhbXBsZSBub25j ZQ=", "dGhlIHNhbXBsZSBub25jZQ=\n", "c2hvcnQ=", "", "dGhlIHNhbXBsZSBub25jZWVl",
+                    "dGhlIHNhbXBsZSBub25jZé=", "dGhlIHNhbXBsZSBub25jZQ==dGhl"]
+        for key in keys {
+            #expect(isSixteenByteBase64(key) == (Crypto.base64Decoded(key)?.count == 16), "\(key)")
+        }
+        for _ in 0..<100 {
+            #expect(isSixteenByteBase64(Crypto.base64Encoded(Crypto.randomBytes(16))))
+        }
+    }
+
+    @Test("the server refuses two keys, takes the first version, and finds websocket in a list of upgrades")
+    func serverFieldRules() {
+        let base = WebSocketClientHandshake(host: "h", port: 80, isSecure: false, keyBytes: sampleKey).request
+        var twoKeys = base
+        twoKeys.headers.add(name: "sec-websocket-key", value: "dGhlIHNhbXBsZSBub25jZQ==")
+        guard case .reject(let refused, _) = WebSocketServerHandshake.respond(to: twoKeys) else { Issue.record("accepted two keys"); return }
+        #expect(refused.status == 400)
+        var laterVersion = base
+        laterVersion.headers.add(name: "Sec-WebSocket-Version", value: "8")
+        guard case .accept = WebSocketServerHandshake.respond(to: laterVersion) else { Issue.record("refused version 13 then 8"); return }
+        var listed = base
+        listed.headers.replaceOrAdd(name: "upgrade", value: "h2c, WebSocket")
+        listed.headers.replaceOrAdd(name: "CONNECTION", value: "keep-alive, upgrade")
+        guard case .accept(let answer, _, _) = WebSocketServerHandshake.respond(to: listed) else { Issue.record("refused a list"); return }
+        #expect(answer.headers["Sec-WebSocket-Accept"] == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
     }
 }

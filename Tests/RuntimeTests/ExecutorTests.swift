@@ -53,6 +53,7 @@ struct ExecutorTests {
     func actorIsolationUnderStress() async throws {
         try await withLoopGroup(loopCount: 2) { group in
             let mailboxes = group.loops.map { Mailbox(loop: $0) }
+            let finished = Counter()
             await withTaskGroup(of: Void.self) { tasks in
                 for taskIndex in 0..<400 {
                     tasks.addTask {
@@ -60,11 +61,15 @@ struct ExecutorTests {
                             let mailbox = mailboxes[(taskIndex + round) % mailboxes.count]
                             _ = await mailbox.exchange(taskIndex)
                         }
+                        finished.increment()
                     }
                 }
-                // Waiters left at the end are released so every task finishes.
+                // Waiters left at the end are released so every task finishes: until all 400 have (a fixed number
+                // of rounds could end first on a busy box and leave the last waiter hanging), at most 60 s.
                 tasks.addTask {
-                    for _ in 0..<2000 {
+                    let clock = ContinuousClock()
+                    let deadline = clock.now.advanced(by: .seconds(60))
+                    while finished.value < 400 && clock.now < deadline {
                         for mailbox in mailboxes { await mailbox.flush() }
                         try? await Task.sleep(for: .milliseconds(1))
                     }

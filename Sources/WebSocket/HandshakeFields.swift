@@ -7,42 +7,34 @@ import HTTP1
 /// server's CPU per connection. Here each field's name is compared once, in place and ASCII case-insensitively
 /// (field names are RFC 9110 tokens, ASCII), and the list tokens (`Upgrade: websocket`, `Connection: upgrade`)
 /// are matched without splitting the value into strings.
-package struct HandshakeFields {
-    /// Some `Upgrade` field is present, whatever it lists (a request without one is plain HTTP).
-    package var hasUpgrade = false
-    /// A `Content-Length` or `Transfer-Encoding` field is present (an upgrade request must have neither).
-    package var hasBodyFraming = false
+struct HandshakeFields {
     /// A `Host` field is present (the server requires one).
-    package var hasHost = false
+    var hasHost = false
     /// Some `Upgrade` field lists the token `websocket`.
-    package var isUpgradeToWebSocket = false
+    var isUpgradeToWebSocket = false
     /// Some `Connection` field lists the token `upgrade`.
-    package var isConnectionUpgrade = false
+    var isConnectionUpgrade = false
     /// The first `Sec-WebSocket-Version`.
-    package var version: String?
+    var version: String?
     /// The first `Sec-WebSocket-Key`, and how many there are.
-    package var key: String?
-    package var keyCount = 0
+    var key: String?
+    var keyCount = 0
     /// The first `Sec-WebSocket-Accept`, and how many there are.
-    package var accept: String?
-    package var acceptCount = 0
+    var accept: String?
+    var acceptCount = 0
     /// Every `Sec-WebSocket-Protocol` value, as sent (usually none).
-    package var protocolValues: [String] = []
+    var protocolValues: [String] = []
     /// Every `Sec-WebSocket-Extensions` value, as sent (usually none).
-    package var extensionValues: [String] = []
+    var extensionValues: [String] = []
 
-    /// Reads `headers` once.
-    package init(_ headers: HTTPHeaders) {
+    init(_ headers: HTTPHeaders) {
         for field in headers.fields {
             let name = field.name.utf8
             // The length tells the candidates apart before a byte is compared.
             switch name.count {
             case 4 where isNamed(name, "host"): hasHost = true
             case 7 where isNamed(name, "upgrade"):
-                hasUpgrade = true
                 if !isUpgradeToWebSocket { isUpgradeToWebSocket = listHasToken(field.value, "websocket") }
-            case 14 where isNamed(name, "content-length"), 17 where isNamed(name, "transfer-encoding"):
-                hasBodyFraming = true
             case 10 where isNamed(name, "connection"):
                 if !isConnectionUpgrade { isConnectionUpgrade = listHasToken(field.value, "upgrade") }
             case 17 where isNamed(name, "sec-websocket-key"):
@@ -61,7 +53,7 @@ package struct HandshakeFields {
     }
 
     /// The protocol list's elements, trimmed, empty ones dropped (as `HTTPHeaders.listValues` splits them).
-    package var protocols: [String] {
+    var protocols: [String] {
         protocolValues.flatMap { $0.split(separator: ",") }.map { trimmedOWS($0.utf8) }.filter { !$0.isEmpty }
     }
 }

@@ -37,6 +37,8 @@ private actor Mailbox {
         }
     }
 
+    var hasWaiter: Bool { waiter != nil }
+
     func flush() {
         waiter?.resume(returning: -1)
         waiter = nil
@@ -54,28 +56,38 @@ struct ExecutorTests {
         try await withLoopGroup(loopCount: 2) { group in
             let mailboxes = group.loops.map { Mailbox(loop: $0) }
             let finished = Counter()
-            await withTaskGroup(of: Void.self) { tasks in
-                for taskIndex in 0..<400 {
-                    tasks.addTask {
-                        for round in 0..<100 {
-                            let mailbox = mailboxes[(taskIndex + round) % mailboxes.count]
-                            _ = await mailbox.exchange(taskIndex)
+            let workers = Task {
+                await withTaskGroup(of: Void.self) { tasks in
+                    for taskIndex in 0..<400 {
+                        tasks.addTask {
+                            for round in 0..<100 {
+                                let mailbox = mailboxes[(taskIndex + round) % mailboxes.count]
+                                _ = await mailbox.exchange(taskIndex)
+                            }
+                            finished.increment()
                         }
-                        finished.increment()
                     }
                 }
-                // Waiters left at the end are released so every task finishes: until all 400 have (a fixed number
-                // of rounds could end first on a busy box and leave the last waiter hanging), at most 60 s.
-                tasks.addTask {
-                    let clock = ContinuousClock()
-                    let deadline = clock.now.advanced(by: .seconds(60))
-                    while finished.value < 400 && clock.now < deadline {
-                        for mailbox in mailboxes { await mailbox.flush() }
-                        try? await Task.sleep(for: .milliseconds(1))
-                    }
-                }
-                await tasks.waitForAll()
             }
+            // Waiters left at the end are released so every task finishes. A full suite can hold the cooperative
+            // pool (two threads here) for seconds, so the flusher waits for progress, not for a fixed time: it gives
+            // up only when no task has finished for 60 s, and then the test fails naming what was stuck instead of
+            // awaiting tasks that will never end (which would hang the whole run past the time limit).
+            let clock = ContinuousClock()
+            var lastProgress = (count: 0, at: clock.now)
+            while finished.value < 400 {
+                for mailbox in mailboxes { await mailbox.flush() }
+                try? await Task.sleep(for: .milliseconds(1))
+                if finished.value != lastProgress.count {
+                    lastProgress = (finished.value, clock.now)
+                } else if clock.now - lastProgress.at > .seconds(60) {
+                    var waiting = 0
+                    for mailbox in mailboxes where await mailbox.hasWaiter { waiting += 1 }
+                    Issue.record("\(400 - finished.value) tasks stuck for 60 s, \(waiting) of them in a mailbox: a lost job")
+                    return
+                }
+            }
+            await workers.value
             for mailbox in mailboxes {
                 #expect(await mailbox.violations == 0)
             }

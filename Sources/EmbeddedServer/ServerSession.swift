@@ -113,14 +113,15 @@ actor ServerSession {
             while true {
                 guard try await byteStream.read(into: &buffer, maxBytes: 16 * 1024) > 0 else { return false }
                 guard let (request, length) = try parser.parseRequest(buffer) else { continue }
-                if request.headers["Upgrade"] == nil {
+                let fields = HandshakeFields(request.headers)
+                if !fields.hasUpgrade {
                     deadline.cancel()
                     httpRequest = (request, Array(buffer[length...]))
                     return false
                 }
                 // An upgrade is a GET without a body (RFC 6455 §4.1): a framing header would leave bytes that pass
                 // for frames, or smuggle a body past the handshake.
-                if request.headers["Content-Length"] != nil || request.headers["Transfer-Encoding"] != nil {
+                if fields.hasBodyFraming {
                     throw HTTPParseError(offset: 0, reason: "an upgrade request with Content-Length or Transfer-Encoding")
                 }
                 configuration.onHandshake?(request)

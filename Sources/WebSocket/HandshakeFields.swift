@@ -7,34 +7,42 @@ import HTTP1
 /// server's CPU per connection. Here each field's name is compared once, in place and ASCII case-insensitively
 /// (field names are RFC 9110 tokens, ASCII), and the list tokens (`Upgrade: websocket`, `Connection: upgrade`)
 /// are matched without splitting the value into strings.
-struct HandshakeFields {
+package struct HandshakeFields {
+    /// Some `Upgrade` field is present, whatever it lists (a request without one is plain HTTP).
+    package var hasUpgrade = false
+    /// A `Content-Length` or `Transfer-Encoding` field is present (an upgrade request must have neither).
+    package var hasBodyFraming = false
     /// A `Host` field is present (the server requires one).
-    var hasHost = false
+    package var hasHost = false
     /// Some `Upgrade` field lists the token `websocket`.
-    var isUpgradeToWebSocket = false
+    package var isUpgradeToWebSocket = false
     /// Some `Connection` field lists the token `upgrade`.
-    var isConnectionUpgrade = false
+    package var isConnectionUpgrade = false
     /// The first `Sec-WebSocket-Version`.
-    var version: String?
+    package var version: String?
     /// The first `Sec-WebSocket-Key`, and how many there are.
-    var key: String?
-    var keyCount = 0
+    package var key: String?
+    package var keyCount = 0
     /// The first `Sec-WebSocket-Accept`, and how many there are.
-    var accept: String?
-    var acceptCount = 0
+    package var accept: String?
+    package var acceptCount = 0
     /// Every `Sec-WebSocket-Protocol` value, as sent (usually none).
-    var protocolValues: [String] = []
+    package var protocolValues: [String] = []
     /// Every `Sec-WebSocket-Extensions` value, as sent (usually none).
-    var extensionValues: [String] = []
+    package var extensionValues: [String] = []
 
-    init(_ headers: HTTPHeaders) {
+    /// Reads `headers` once.
+    package init(_ headers: HTTPHeaders) {
         for field in headers.fields {
             let name = field.name.utf8
             // The length tells the candidates apart before a byte is compared.
             switch name.count {
             case 4 where isNamed(name, "host"): hasHost = true
             case 7 where isNamed(name, "upgrade"):
+                hasUpgrade = true
                 if !isUpgradeToWebSocket { isUpgradeToWebSocket = listHasToken(field.value, "websocket") }
+            case 14 where isNamed(name, "content-length"), 17 where isNamed(name, "transfer-encoding"):
+                hasBodyFraming = true
             case 10 where isNamed(name, "connection"):
                 if !isConnectionUpgrade { isConnectionUpgrade = listHasToken(field.value, "upgrade") }
             case 17 where isNamed(name, "sec-websocket-key"):
@@ -53,7 +61,7 @@ struct HandshakeFields {
     }
 
     /// The protocol list's elements, trimmed, empty ones dropped (as `HTTPHeaders.listValues` splits them).
-    var protocols: [String] {
+    package var protocols: [String] {
         protocolValues.flatMap { $0.split(separator: ",") }.map { trimmedOWS($0.utf8) }.filter { !$0.isEmpty }
     }
 }

@@ -161,6 +161,10 @@ struct HandshakeTests {
         #expect(HandshakeFields(["Connection": "upgrade,"]).isConnectionUpgrade)
         #expect(HandshakeFields(["Connection": ",upgrade"]).isConnectionUpgrade)
         #expect(!HandshakeFields(["Upgrade": "websockets"]).isUpgradeToWebSocket)
+        #expect(HandshakeFields(["upGRADE": ""]).hasUpgrade && !HandshakeFields(["Upgrades": "websocket"]).hasUpgrade)
+        #expect(!fields.hasBodyFraming)
+        #expect(HandshakeFields(["content-LENGTH": "0"]).hasBodyFraming && HandshakeFields(["Transfer-Encoding": "x"]).hasBodyFraming)
+        #expect(!HandshakeFields(["Content-Lengths": "0", "Transfer-Encodings": "x"]).hasBodyFraming)
         #expect(!HandshakeFields(["Hostname": "h"]).hasHost)
     }
 

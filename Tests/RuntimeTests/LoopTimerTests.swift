@@ -44,6 +44,51 @@ struct LoopTimerTests {
         }
     }
 
+    @Test("thousands armed, re-armed and cancelled at random: exactly the armed ones fire, each once, in deadline order")
+    func randomArmings() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            let loop = group.loops[0]
+            let log = TimerLog()
+            final class Keep: @unchecked Sendable { var timers: [LoopTimer] = [] }  // touched on the loop only
+            let keep = Keep()
+            let expected = try await onLoop(loop) { () -> [Int: LoopClock.Instant] in
+                var random = SystemRandomNumberGenerator()
+                let start = LoopClock().now
+                var deadlines: [Int: LoopClock.Instant] = [:]
+                for label in 0..<3000 {
+                    let deadline = start.advanced(by: .microseconds(Int.random(in: 1_000...60_000, using: &random)))
+                    let timer = LoopTimer(on: loop) { log.fired(label, deadline: deadlines[label] ?? deadline) }
+                    keep.timers.append(timer)
+                    timer.schedule(at: deadline)
+                    deadlines[label] = deadline
+                }
+                // Cancel some, re-arm others earlier or later (the callbacks read the final deadline).
+                for label in 0..<3000 {
+                    switch Int.random(in: 0..<10, using: &random) {
+                    case 0...2:
+                        keep.timers[label].cancel()
+                        deadlines[label] = nil
+                    case 3...5:
+                        let deadline = start.advanced(by: .microseconds(Int.random(in: 1_000...60_000, using: &random)))
+                        keep.timers[label].schedule(at: deadline)
+                        deadlines[label] = deadline
+                    default:
+                        break
+                    }
+                }
+                return deadlines
+            }
+            try await waitUntil { log.entries.count >= expected.count }
+            try await Task.sleep(for: .milliseconds(80))  // past every deadline: a cancelled one would have fired
+            let entries = log.entries
+            #expect(entries.count == expected.count && Set(entries.map(\.label)) == Set(expected.keys))
+            #expect(entries.allSatisfy { $0.late >= 0 }, "early: \(entries.filter { $0.late < 0 }.prefix(5))")
+            let order = entries.compactMap { expected[$0.label]?.nanoseconds }
+            #expect(order == order.sorted(), "fired out of deadline order")
+            try await onLoop(loop) { keep.timers = [] }
+        }
+    }
+
     @Test("a re-armed timer fires once, at its new deadline; a cancelled one never; a due timer cancelled by another's callback does not run")
     func rearmAndCancel() async throws {
         try await withLoopGroup(loopCount: 1) { group in

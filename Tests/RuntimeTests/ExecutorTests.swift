@@ -10,6 +10,7 @@ private actor Mailbox {
     private var waiter: CheckedContinuation<Int, Never>?
     private var isInside = false
     private(set) var violations = 0
+    private(set) var exchanges = 0
 
     init(loop: EventLoop) { self.loop = loop }
 
@@ -19,6 +20,7 @@ private actor Mailbox {
     func exchange(_ value: Int) async -> Int {
         if isInside { violations += 1 }
         isInside = true
+        exchanges += 1
         loop.preconditionInLoopThread()
         let previous = waiter
         waiter = nil
@@ -51,6 +53,11 @@ extension EventLoop {
 
 @Suite("Loop executor", .timeLimit(.minutes(2)))
 struct ExecutorTests {
+    /// 10,000 exchanges, each a hop between threads: 0.05 s on an idle box, but a hop costs milliseconds where the suite
+    /// shares one CPU with a busy loop (`scripts/test.sh --one-cpu`), and 40,000 of them outlasted the time limit there.
+    static let taskCount = 200
+    static let roundCount = 50
+
     @Test("actor isolation holds under continuation ping-pong across loops")
     func actorIsolationUnderStress() async throws {
         try await withLoopGroup(loopCount: 2) { group in
@@ -58,9 +65,9 @@ struct ExecutorTests {
             let finished = Counter()
             let workers = Task {
                 await withTaskGroup(of: Void.self) { tasks in
-                    for taskIndex in 0..<400 {
+                    for taskIndex in 0..<Self.taskCount {
                         tasks.addTask {
-                            for round in 0..<100 {
+                            for round in 0..<Self.roundCount {
                                 let mailbox = mailboxes[(taskIndex + round) % mailboxes.count]
                                 _ = await mailbox.exchange(taskIndex)
                             }
@@ -69,21 +76,27 @@ struct ExecutorTests {
                     }
                 }
             }
-            // Waiters left at the end are released so every task finishes. A full suite can hold the cooperative
-            // pool (two threads here) for seconds, so the flusher waits for progress, not for a fixed time: it gives
-            // up only when no task has finished for 60 s, and then the test fails naming what was stuck instead of
-            // awaiting tasks that will never end (which would hang the whole run past the time limit).
+            // Waiters left at the end are released so every task finishes. A full suite can hold the cooperative pool
+            // (two threads here, one under `taskset`) for a minute, stalling workers and flusher alike, so the flusher
+            // measures progress in its own turns: it gives up only when 2,000 of its flushes in a row, over at least
+            // 30 s, saw no exchange at all, and then the test fails naming what was stuck instead of awaiting tasks
+            // that will never end (which would hang the whole run past the time limit).
             let clock = ContinuousClock()
-            var lastProgress = (count: 0, at: clock.now)
-            while finished.value < 400 {
+            var lastProgress = (exchanges: 0, at: clock.now, flushes: 0)
+            while finished.value < Self.taskCount {
                 for mailbox in mailboxes { await mailbox.flush() }
                 try? await Task.sleep(for: .milliseconds(1))
-                if finished.value != lastProgress.count {
-                    lastProgress = (finished.value, clock.now)
-                } else if clock.now - lastProgress.at > .seconds(60) {
+                var exchanges = 0
+                for mailbox in mailboxes { exchanges += await mailbox.exchanges }
+                lastProgress.flushes += 1
+                if exchanges != lastProgress.exchanges {
+                    lastProgress = (exchanges, clock.now, 0)
+                } else if lastProgress.flushes >= 2_000 && clock.now - lastProgress.at > .seconds(30) {
                     var waiting = 0
                     for mailbox in mailboxes where await mailbox.hasWaiter { waiting += 1 }
-                    Issue.record("\(400 - finished.value) tasks stuck for 60 s, \(waiting) of them in a mailbox: a lost job")
+                    Issue.record("""
+                        \(Self.taskCount - finished.value) tasks made no exchange in 2,000 flushes over 30 s, \(waiting) of them in a mailbox: a lost job
+                        """)
                     return
                 }
             }

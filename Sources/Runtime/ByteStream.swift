@@ -23,6 +23,11 @@ public protocol ByteStream: AnyObject, Sendable {
     /// already under way or waiting their turn go out first, each whole.
     func writeWithoutWaiting(_ bytes: [UInt8])
 
+    /// ``write(_:)`` when it would not wait, as a plain call (no async frame): returns true once `bytes` are handed to
+    /// the kernel or queued below the high-water mark; returns false, having sent nothing, when ``write(_:)`` would
+    /// wait (a writer ahead, or the queue would pass the mark), and the caller then calls it. Throws what it would.
+    func writeIfReady(_ bytes: [UInt8]) throws -> Bool
+
     /// Half-closes: flushes queued writes, then sends FIN (TLS: close_notify first). Reading continues.
     func shutdownWrite() async throws
 
@@ -31,6 +36,9 @@ public protocol ByteStream: AnyObject, Sendable {
 }
 
 extension ByteStream {
+    /// Streams without a fast path always send through ``write(_:)``.
+    public func writeIfReady(_ bytes: [UInt8]) throws -> Bool { false }
+
     /// Appends whatever is available (up to 64 KiB) to `buffer`; `0` means EOF.
     public func read(into buffer: inout [UInt8]) async throws -> Int {
         try await read(into: &buffer, maxBytes: 64 * 1024)

@@ -68,6 +68,11 @@ public final class TCPConnection: ByteStream {
         try await stream.write(bytes)
     }
 
+    public func writeIfReady(_ bytes: [UInt8]) throws -> Bool {
+        precondition(loop.inLoopThread, "TCPConnection.writeIfReady must be called on \(loop)'s thread")
+        return try stream.writeIfReady(bytes)
+    }
+
     public func writeWithoutWaiting(_ bytes: [UInt8]) {
         precondition(loop.inLoopThread, "TCPConnection.writeWithoutWaiting must be called on \(loop)'s thread")
         stream.writeWithoutWaiting(bytes)

@@ -208,25 +208,14 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     // MARK: Write
 
     func write(_ bytes: [UInt8]) async throws {
+        if try writeIfReady(bytes) { return }
+        // What is left: a message above the high-water mark, or one that would take the queue past it.
         if isClosing { throw failure }
         if let writeFailure { throw writeFailure }
-        guard !bytes.isEmpty else { return }
         acceptedWriteBytes &+= bytes.count
         var written = 0
         if queuedWriteBytes == 0 {
-            let status = bytes.withUnsafeBytes { raw -> Int32 in
-                var buffer = uv_buf_init(
-                    UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)),
-                    UInt32(raw.count))
-                return uv_try_write(stream, &buffer, 1)
-            }
-            if status >= 0 {
-                written = Int(status)
-            } else if status != UV_EAGAIN.rawValue {
-                let error = RuntimeError(uvStatus: status, function: "uv_try_write")
-                writeFailure = error
-                throw error
-            }
+            written = try tryWrite(bytes)
             if written == bytes.count { return }
         }
         try enqueueWrite(bytes[written...])
@@ -244,6 +233,38 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         }
     }
 
+    /// ``ByteStream/writeIfReady(_:)``: when `bytes` fit below the high-water mark together with what is queued, sends
+    /// them as ``write(_:)`` does (`uv_try_write` when nothing is queued, the rest queued with `uv_write`) and returns
+    /// true; write would not have waited. Otherwise sends nothing and returns false.
+    func writeIfReady(_ bytes: [UInt8]) throws -> Bool {
+        if isClosing { throw failure }
+        if let writeFailure { throw writeFailure }
+        guard !bytes.isEmpty else { return true }
+        guard bytes.count <= options.writeHighWaterMark - queuedWriteBytes else { return false }
+        acceptedWriteBytes &+= bytes.count
+        var written = 0
+        if queuedWriteBytes == 0 {
+            written = try tryWrite(bytes)
+            if written == bytes.count { return true }
+        }
+        try enqueueWrite(bytes[written...])
+        return true
+    }
+
+    /// `uv_try_write`: the bytes the kernel took now (0 when it would block).
+    private func tryWrite(_ bytes: [UInt8]) throws(RuntimeError) -> Int {
+        let status = bytes.withUnsafeBytes { raw -> Int32 in
+            var buffer = uv_buf_init(
+                UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
+            return uv_try_write(stream, &buffer, 1)
+        }
+        if status >= 0 { return Int(status) }
+        if status == UV_EAGAIN.rawValue { return 0 }
+        let error = RuntimeError(uvStatus: status, function: "uv_try_write")
+        writeFailure = error
+        throw error
+    }
+
     /// ``ByteStream/writeWithoutWaiting(_:)``: `uv_try_write`, the rest queued with `uv_write` whatever the
     /// high-water mark. A failure closes the stream with its error, so the pending or the next read reports it.
     func writeWithoutWaiting(_ bytes: [UInt8]) {
@@ -253,18 +274,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
             acceptedWriteBytes &+= bytes.count
             var written = 0
             if queuedWriteBytes == 0 {
-                let status = bytes.withUnsafeBytes { raw -> Int32 in
-                    var buffer = uv_buf_init(
-                        UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)),
-                        UInt32(raw.count))
-                    return uv_try_write(stream, &buffer, 1)
-                }
-                if status >= 0 {
-                    written = Int(status)
-                } else if status != UV_EAGAIN.rawValue {
-                    writeFailure = RuntimeError(uvStatus: status, function: "uv_try_write")
-                    throw writeFailure!
-                }
+                written = try tryWrite(bytes)
                 if written == bytes.count { return }
             }
             try enqueueWrite(bytes[written...])

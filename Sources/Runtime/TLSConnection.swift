@@ -239,6 +239,31 @@ public final class TLSConnection: ByteStream {
         }
     }
 
+    /// ``ByteStream/writeIfReady(_:)``: a message of at most one record, while no other writer owns the stream and TCP
+    /// can take its record below the high-water mark, is encrypted and handed over as a plain call.
+    public func writeIfReady(_ bytes: [UInt8]) throws -> Bool {
+        precondition(loop.inLoopThread, "TLSConnection.writeIfReady must be called on \(loop)'s thread")
+        guard !bytes.isEmpty else { return true }
+        // A record's header, tag and padding add well under 256 bytes to at most 16 KiB of plaintext.
+        guard !isWriting, bytes.count <= Self.recordSize,
+              bytes.count + 256 <= tcp.stream.options.writeHighWaterMark - tcp.pendingWriteBytes
+        else { return false }
+        var offset = 0
+        while offset < bytes.count {  // one pass, unless the peer asked for smaller records (RFC 8449)
+            ERR_clear_error()
+            let count = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32($0.count - offset)) }
+            guard count > 0 else { throw tlsError(.tlsProtocolError, "SSL_write") }
+            offset += Int(count)
+        }
+        guard let records = takeRecords() else { return true }
+        // Records smaller than asked for carry more overhead than allowed for: those few bytes may pass the mark.
+        if try !tcp.writeIfReady(records) { tcp.writeWithoutWaiting(records) }
+        return true
+    }
+
+    /// The most plaintext one TLS record carries (RFC 8446 §5.1).
+    private static let recordSize = 16 * 1024
+
     /// Encrypts `bytes` and hands the records to TCP without waiting (``ByteStream/writeWithoutWaiting(_:)``). While
     /// another writer owns the stream (it may wait for TCP between records) the bytes take their turn behind it and
     /// the writers already waiting, and go out when it comes, still without a task waiting.

@@ -57,12 +57,13 @@ public final class WebSocketChannel {
         return try await readMore()
     }
 
-    /// Writes whatever is queued on ``connection`` (replies, messages, pings, closes), in order.
+    /// Writes whatever is queued on ``connection`` (replies, messages, pings, closes), in order. Below the transport's
+    /// high-water mark that is a plain call (``ByteStream/writeIfReady(_:)``), not an async one through the existential.
     @inlinable @inline(__always)
     public func flush() async throws {
         guard connection.hasOutput else { return }
         let bytes = connection.takeOutput()
-        try await stream.write(bytes)
+        if try !stream.writeIfReady(bytes) { try await stream.write(bytes) }
         connection.recycleOutput(consume bytes)
     }
 

@@ -158,6 +158,36 @@ struct ConcurrentWriteTests {
         }
     }
 
+    @Test("writeIfReady declines, sending nothing, while write would wait; once the queue drained it sends in order",
+          arguments: SharedStreamKind.allCases)
+    func writeIfReadyDeclinesAboveTheMark(kind: SharedStreamKind) async throws {
+        try await withLoopGroup(loopCount: 2) { group in
+            let (writer, reader) = try await connectedPair(kind, writerLoop: group.loops[0], readerLoop: group.loops[1])
+            let declined = [UInt8](repeating: 0xEE, count: 100)
+            // Past the high-water mark with no writer under way (a timer's write without waiting), then with one.
+            let queuedAlone = try await onLoop(writer.loop) { () throws -> Bool in
+                writer.writeWithoutWaiting([UInt8](repeating: 0xA1, count: Self.messageSize))
+                return try writer.writeIfReady(declined)
+            }
+            #expect(!queuedAlone, "\(kind): above the mark, with no writer under way, writeIfReady took the message")
+            let progress = WriterProgress()
+            let second = try await startWriters([[UInt8](repeating: 0xB2, count: Self.messageSize / 4)], on: writer, progress: progress)
+            try await waitUntil { progress.hasStarted(0) }
+            let queuedBehind = try await onLoop(writer.loop) { try writer.writeIfReady(declined) }
+            #expect(!queuedBehind, "\(kind): behind a waiting writer, writeIfReady took the message")
+            var received = try await read(Self.messageSize + Self.messageSize / 4, from: reader)
+            #expect(await second[0].value == nil)
+            let taken = try await onLoop(writer.loop) { try writer.writeIfReady([UInt8](repeating: 0xC3, count: 100)) }
+            #expect(taken, "\(kind): with the queue drained, writeIfReady declined")
+            received += try await read(100, from: reader)
+            let found = runs(received)
+            #expect(found.map(\.value) == [0xA1, 0xB2, 0xC3] && found.map(\.count) == [Self.messageSize, Self.messageSize / 4, 100],
+                    "\(kind): runs \(found.prefix(6).map { "\($0.count)×\($0.value)" })")
+            writer.close()
+            reader.close()
+        }
+    }
+
     /// TLS only: TCP accepts every write at once (in order) and has no queue a writer could leave; a TCP writer
     /// cancelled while it waits for the queue to drain closes the stream, as ``ByteStream`` documents.
     @Test("TLS: a queued writer that is cancelled leaves the queue; the writers behind it still write, in order")

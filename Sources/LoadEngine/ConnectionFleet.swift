@@ -107,6 +107,7 @@ struct ConnectionFleet {
                                                         ledger: ledger, random: start.random)
                                 await user.run()
                             } else {
+                                await TaskSlabReserve.reserve()
                                 var user = VirtualUser(id: start.id, plan: plan, loop: loop, recorder: recorder, latch: latch,
                                                        ledger: ledger, random: start.random, connection: start.connection)
                                 await user.run()

@@ -32,7 +32,7 @@ extension WebSocketManager {
 
     /// Drops the connection at once, without a closing handshake (the reader ends with 1006 and `reason`).
     package func abort(reason: String) {
-        guard state != .closed, let stream else { return }
+        guard state != .closed, stream != nil else { return }
         if ending == nil { ending = (.abnormalClosure, reason) }
         dropTransport()
     }

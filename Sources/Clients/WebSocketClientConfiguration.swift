@@ -96,3 +96,10 @@ extension WebSocketClientFaults {
     package func messageAfterClose() -> WebSocketConnection.Message? { nil }
     package func reportedCloseReason(_ reason: String?, code: WebSocketCloseCode) -> String? { reason }
 }
+
+/// One ``WebSocketClientConfiguration`` that many connections share by reference: the struct is over 500 bytes, and
+/// every ``WebSocketManager`` held its own copy inline (an engine's idle connection: 0.5 KB of 11).
+package final class SharedWebSocketConfiguration: Sendable {
+    package let value: WebSocketClientConfiguration
+    package init(_ value: WebSocketClientConfiguration) { self.value = value }
+}

@@ -33,7 +33,9 @@ package actor WebSocketManager {
 
     package nonisolated let loop: EventLoop
     package nonisolated let url: WebSocketURL
-    package nonisolated let configuration: WebSocketClientConfiguration
+    /// Read in place from the shared box (a `_read` accessor yields it without copying the struct).
+    package nonisolated var configuration: WebSocketClientConfiguration { _read { yield sharedConfiguration.value } }
+    package nonisolated let sharedConfiguration: SharedWebSocketConfiguration
     package nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
     package internal(set) var state: State = .idle
@@ -105,8 +107,14 @@ package actor WebSocketManager {
 
     /// - Parameter loop: the loop this connection lives on (its socket, timers and this actor).
     package init(url: WebSocketURL, configuration: WebSocketClientConfiguration = .init(), loop: EventLoop) {
+        self.init(url: url, sharedConfiguration: SharedWebSocketConfiguration(configuration), loop: loop)
+    }
+
+    /// A connection whose configuration others share (an engine's connections of one scenario).
+    package init(url: WebSocketURL, sharedConfiguration: SharedWebSocketConfiguration, loop: EventLoop) {
         self.url = url
-        self.configuration = configuration
+        self.sharedConfiguration = sharedConfiguration
+        let configuration = sharedConfiguration.value
         self.loop = loop
         eventQueue = EventQueue(
             highWaterMark: configuration.maximumPendingMessages, byteHighWaterMark: configuration.maximumPendingBytes)

@@ -13,6 +13,8 @@ final class ScenarioPlan: Sendable {
     let websocket: WebSocketScenario
     let url: WebSocketURL
     let configuration: WebSocketClientConfiguration
+    /// The same, in the box every connection of the scenario holds (a flow whose handshake sets headers makes its own).
+    let sharedConfiguration: SharedWebSocketConfiguration
     /// Printable filler the messages are cut from (text-safe, so one buffer serves both formats).
     let filler: [UInt8]
     /// For download and upload scenarios.
@@ -35,6 +37,7 @@ final class ScenarioPlan: Sendable {
         websocket = scenario.websocket
         self.url = url
         self.configuration = configuration
+        sharedConfiguration = SharedWebSocketConfiguration(configuration)
         self.filler = filler
         self.transfer = transfer
     }
@@ -270,12 +273,15 @@ struct VirtualUser {
         if isReconnect { reconnectsSinceSuccess += 1 }
         ledger.checkConnectAttempt(isStopped: latch.isStopped(id), reconnect: isReconnect ? reconnectsSinceSuccess : nil,
                                    maximumAttempts: plan.websocket.reconnect?.maximumAttempts, actor: history)
-        var url = plan.url
-        var configuration = plan.configuration
+        let manager: WebSocketManager
         if let flow = plan.flow, let flowState {
+            var url = plan.url
+            var configuration = plan.configuration
             guard flowHandshake(flow, state: flowState, url: &url, configuration: &configuration) else { return nil }
+            manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
+        } else {
+            manager = WebSocketManager(url: plan.url, sharedConfiguration: plan.sharedConfiguration, loop: loop)
         }
-        let manager = WebSocketManager(url: url, configuration: configuration, loop: loop)
         recorder.connectAttempts += 1
         if isReconnect {
             recorder.reconnects += 1

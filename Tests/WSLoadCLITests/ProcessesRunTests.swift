@@ -92,7 +92,14 @@ struct ProcessesRunTests {
         let path = try scratch.write("p.json", profile(connections: 100, duration: "8s"))
         let run = try WSLoadProcess(["run", path, "--processes", "2", "--out", scratch.path("report.json")])
         try await run.wait(untilPrinted: "connections 100 up / 100 target", onStandardError: true, within: .seconds(60))
-        let victim = try #require(pid(of: ["run", path, "--shard", "2/2"]), "the pid of shard 2/2")
+        // Polled: one look at /proc under a busy full suite once found no such process though both shards ran.
+        var found: Int32?
+        let deadline = ContinuousClock.now + .seconds(20)
+        while found == nil && ContinuousClock.now < deadline {
+            found = pid(of: ["run", path, "--shard", "2/2"])
+            if found == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let victim = try #require(found, "the pid of shard 2/2; stderr: \(run.errors)")
         kill(victim, SIGKILL)
         let status = try await run.waitForExit(within: .seconds(120))
         #expect(status == 6, "\(run.errors)")

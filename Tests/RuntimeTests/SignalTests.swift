@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The probe executable built beside this test bundle (`.build/<config>/wsload-runtime-probe`).
@@ -16,7 +17,7 @@ private final class Child: @unchecked Sendable {
         process.arguments = arguments
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try TiedProcess.launch(process)  // one spawning thread for every child the tests start
     }
 
     /// Reads until a line equal to `expected` arrives or the stream ends; returns all lines read.

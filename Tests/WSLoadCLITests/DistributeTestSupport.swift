@@ -107,7 +107,7 @@ func runScript(_ arguments: [String], environment: [String: String] = [:], prepe
                 process.standardOutput = output
                 process.standardError = errors
                 process.standardInput = FileHandle.nullDevice
-                try process.run()
+                try TiedProcess.launch(process)
                 let collected = Lock((Data(), Data()))
                 let group = DispatchGroup()
                 for (pipe, isOutput) in [(output, true), (errors, false)] {

@@ -7,9 +7,10 @@
 /// 2,016-byte frame, one for receive()'s 1,792-byte frame, one under the read, and one the close needs), most of them
 /// part empty. One frame of ``reservedBytes`` at the start leaves an empty slab that size behind it, which the
 /// connect's frames and then the read's (with the runtime's records for the waiting read) fill in turn: an idle task
-/// holds the first slab and this one (a third, which the runtime's enqueue record starts, comes with the stop). Idle ws at 10,000 connections, KiB per connection: 12.63 without; 11.9 with 4,096 bytes
-/// (the read's last records did not fit and took a slab of their own); 11.18 with 4,352, the least that held them all;
-/// 11.31 with 4,480, which leaves 128 bytes for frames that grow; 11.40 with 4,608.
+/// holds the first slab and this one (a third, which the runtime's enqueue record starts, comes with the stop).
+/// Idle ws at 10,000 connections, KiB per connection: 12.63 without; 11.9 with 4,096 bytes (the read's last records
+/// did not fit and took a slab of their own); 11.18 with 4,352, the least that held them all; 11.31 with 4,480, which
+/// leaves 128 bytes for frames that grow; 11.40 with 4,608.
 enum TaskSlabReserve {
     /// What an idle connection's frames beyond the first slab add up to, with the allocator's headers (perf probes on
     /// swift_task_alloc, idle pattern: 4,176 bytes of frames, then the read's records), and a margin.

@@ -128,7 +128,8 @@ actor ServerSession {
                 push = PushStream(requestTarget: request.target)
                 isChat = ChatSession.isChatTarget(request.target)
                 switch WebSocketServerHandshake.respond(
-                    to: request, subprotocols: configuration.subprotocols, isCompressionEnabled: configuration.isCompressionEnabled)
+                    to: request, fields: fields, subprotocols: configuration.subprotocols,
+                    isCompressionEnabled: configuration.isCompressionEnabled)
                 {
                 case .reject(let response, _):
                     server.statistics.rejected.add(1, ordering: .relaxed)

@@ -214,6 +214,15 @@ public enum WebSocketServerHandshake {
     public static func respond(
         to request: HTTPRequestHead, subprotocols: [String] = [], isCompressionEnabled: Bool = true
     ) -> Outcome {
+        respond(to: request, fields: HandshakeFields(request.headers), subprotocols: subprotocols,
+                isCompressionEnabled: isCompressionEnabled)
+    }
+
+    /// ``respond(to:subprotocols:isCompressionEnabled:)`` for a caller that already read the request's fields (the
+    /// embedded server reads them once, to tell an upgrade from plain HTTP).
+    package static func respond(
+        to request: HTTPRequestHead, fields: HandshakeFields, subprotocols: [String] = [], isCompressionEnabled: Bool = true
+    ) -> Outcome {
         func reject(_ status: Int, _ reason: String, _ extra: HTTPHeaders = HTTPHeaders()) -> Outcome {
             var headers = extra
             headers.add(name: "Content-Length", value: "0")
@@ -223,7 +232,6 @@ public enum WebSocketServerHandshake {
         }
         guard request.method == "GET" else { return reject(405, "method \(request.method) is not GET") }
         guard request.version == "HTTP/1.1" else { return reject(400, "version \(request.version) is not HTTP/1.1") }
-        let fields = HandshakeFields(request.headers)
         guard fields.hasHost else { return reject(400, "missing Host") }
         guard fields.isUpgradeToWebSocket else { return reject(426, "Upgrade is not websocket", ["Upgrade": "websocket"]) }
         guard fields.isConnectionUpgrade else { return reject(400, "Connection does not list upgrade") }

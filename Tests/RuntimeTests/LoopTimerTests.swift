@@ -16,6 +16,11 @@ private final class TimerLog: @unchecked Sendable {
     var entries: [(label: Int, late: Int64)] { lock.withLock { $0 } }
 }
 
+/// Keeps a test's timers referenced until it is done with them; touched on the loop only.
+private final class TimerKeeper: @unchecked Sendable {
+    var timers: [LoopTimer] = []
+}
+
 @Suite("Loop timers (one libuv timer per loop)", .timeLimit(.minutes(1)))
 struct LoopTimerTests {
     @Test("timers fire in deadline order, never before their deadline, once per arming")
@@ -49,8 +54,7 @@ struct LoopTimerTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             let log = TimerLog()
-            final class Keep: @unchecked Sendable { var timers: [LoopTimer] = [] }  // touched on the loop only
-            let keep = Keep()
+            let keep = TimerKeeper()
             let expected = try await onLoop(loop) { () -> [Int: LoopClock.Instant] in
                 var random = SystemRandomNumberGenerator()
                 let start = LoopClock().now
@@ -94,8 +98,7 @@ struct LoopTimerTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             let log = TimerLog()
-            final class Keep: @unchecked Sendable { var timers: [LoopTimer] = [] }  // touched on the loop only
-            let keep = Keep()
+            let keep = TimerKeeper()
             try await onLoop(loop) {
                 let now = LoopClock().now
                 let moved = LoopTimer(on: loop) { log.fired(1, deadline: now.advanced(by: .milliseconds(30))) }

@@ -270,13 +270,7 @@ public final class TLSConnection: ByteStream {
         guard !isWriting, bytes.count <= Self.recordSize,
               bytes.count + 256 <= tcp.stream.options.writeHighWaterMark - tcp.pendingWriteBytes
         else { return false }
-        var offset = 0
-        while offset < bytes.count {  // one pass, unless the peer asked for smaller records (RFC 8449)
-            ERR_clear_error()
-            let count = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32($0.count - offset)) }
-            guard count > 0 else { throw tlsError(.tlsProtocolError, "SSL_write") }
-            offset += Int(count)
-        }
+        try encrypt(bytes)  // one record, unless the peer asked for smaller ones (RFC 8449)
         guard let records = takeRecords() else { return true }
         // Records smaller than asked for carry more overhead than allowed for: those few bytes may pass the mark.
         if try !tcp.writeIfReady(records) { tcp.writeWithoutWaiting(records) }
@@ -302,18 +296,25 @@ public final class TLSConnection: ByteStream {
     /// Encrypts all of `bytes` into the output BIO (a memory BIO takes every record at once) and hands the records to
     /// TCP without waiting. A failure closes the stream; reads report it.
     private func send(_ bytes: [UInt8]) {
+        do throws(RuntimeError) {
+            try encrypt(bytes)
+        } catch {
+            if readFailure == nil { readFailure = error }
+            tcp.close()
+            return
+        }
+        if let records = takeRecords() { tcp.writeWithoutWaiting(records) }
+    }
+
+    /// Encrypts all of `bytes` into the output BIO (a memory BIO takes every record at once).
+    private func encrypt(_ bytes: [UInt8]) throws(RuntimeError) {
         var offset = 0
         while offset < bytes.count {
             ERR_clear_error()
             let count = bytes.withUnsafeBytes { SSL_write(ssl, $0.baseAddress! + offset, Int32($0.count - offset)) }
-            guard count > 0 else {
-                if readFailure == nil { readFailure = tlsError(.tlsProtocolError, "SSL_write") }
-                tcp.close()
-                return
-            }
+            guard count > 0 else { throw tlsError(.tlsProtocolError, "SSL_write") }
             offset += Int(count)
         }
-        if let records = takeRecords() { tcp.writeWithoutWaiting(records) }
     }
 
     /// Sends close_notify, then half-closes TCP, after the writes already under way or waiting.

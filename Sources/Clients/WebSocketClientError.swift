@@ -28,19 +28,36 @@ package struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
     package var code: Code
     package var detail: String
     /// The runtime failure behind `connect`, `tls` and `transport` errors.
-    package var runtimeError: RuntimeError?
-    package var handshakeError: WebSocketHandshakeError?
-    package var protocolError: WebSocketProtocolError?
+    package var runtimeError: RuntimeError? { if case .runtime(let error) = cause { error } else { nil } }
+    package var handshakeError: WebSocketHandshakeError? { if case .handshake(let error) = cause { error } else { nil } }
+    package var protocolError: WebSocketProtocolError? { if case .protocolViolation(let error) = cause { error } else { nil } }
 
+    /// The one failure behind the code, boxed: this error is thrown (typed) through the read's and the connect's
+    /// async frames, and every frame that can hold one reserves its size. Three optional structs inline made it
+    /// about 150 bytes, held many times over by each idle connection's task; boxed, it is 25.
+    private let cause: Cause?
+    private indirect enum Cause: Sendable {
+        case runtime(RuntimeError)
+        case handshake(WebSocketHandshakeError)
+        case protocolViolation(WebSocketProtocolError)
+    }
+
+    /// At most one of the causes (the first given).
     package init(
         _ code: Code, _ detail: String, runtimeError: RuntimeError? = nil, handshakeError: WebSocketHandshakeError? = nil,
         protocolError: WebSocketProtocolError? = nil
     ) {
         self.code = code
         self.detail = detail
-        self.runtimeError = runtimeError
-        self.handshakeError = handshakeError
-        self.protocolError = protocolError
+        if let runtimeError {
+            cause = .runtime(runtimeError)
+        } else if let handshakeError {
+            cause = .handshake(handshakeError)
+        } else if let protocolError {
+            cause = .protocolViolation(protocolError)
+        } else {
+            cause = nil
+        }
     }
 
     package var description: String { "\(code.rawValue): \(detail)" }

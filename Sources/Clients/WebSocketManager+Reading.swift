@@ -12,10 +12,7 @@ extension WebSocketManager {
     /// - Throws: `protocol` after a violation (the connection is failed with its close code);
     ///   `not_connected` once the connection has closed (``events()`` then ends with `.disconnected`).
     package func receive() async throws(WebSocketClientError) -> WebSocketConnection.Message {
-        guard !isRunning, let channel, state == .open || state == .closing else {
-            if !isRunning, let late = messageAfterClose() { return late }  // only under a test's fault
-            throw refusedReceive()
-        }
+        guard !isRunning, let channel, state == .open || state == .closing else { return try receiveRefused() }
         // The one await is the read; the ends are built out of line, so this frame (held by a parked reader for
         // as long as its connection is idle) keeps none of their values.
         var isCloseReceived = false
@@ -38,11 +35,13 @@ extension WebSocketManager {
         }
     }
 
-    /// Why ``receive()`` cannot read: run() reads, or the connection is not open.
+    /// ``receive()`` cannot read: run() reads, or the connection is not open (a test's fault may still hand over a
+    /// message after the close).
     @inline(never)
-    private func refusedReceive() -> WebSocketClientError {
-        if isRunning { return WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
-        return WebSocketClientError(.notConnected, "receive on a connection that is \(state)")
+    private func receiveRefused() throws(WebSocketClientError) -> WebSocketConnection.Message {
+        if isRunning { throw WebSocketClientError(.invalidConfiguration, "receive() while run() reads") }
+        if let late = messageAfterClose() { return late }
+        throw WebSocketClientError(.notConnected, "receive on a connection that is \(state)")
     }
 
     /// ``receive()`` saw the transport end (after the peer's close, or without one): the connection is over.

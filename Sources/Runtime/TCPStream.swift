@@ -102,37 +102,12 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
 
     // MARK: Read
 
+    /// Its one await is the wait for bytes; every other case is decided by ``takeAvailable(into:maxBytes:)``, out of
+    /// line, so that none of its values (the errors it throws, the exclusivity scratch of its accesses) is in this
+    /// async frame, which an idle connection's task holds for as long as it waits.
     func read(into buffer: inout [UInt8], maxBytes: Int) async throws -> Int {
         while true {
-            let available = received.count - receivedStart
-            if available > 0 && buffer.isEmpty && receivedStart == 0 && available <= maxBytes && received.count > 16 * 1024 {
-                // Hand the whole receive buffer over instead of copying it (bulk transfers read this way);
-                // keep the caller's empty buffer (and its capacity) for the next bytes.
-                swap(&buffer, &received)
-                if !isReading && readEnd == nil && !isClosing { try startReading() }
-                return available
-            }
-            if available > 0 {
-                let count = min(available, maxBytes)
-                buffer.append(contentsOf: received[receivedStart..<(receivedStart + count)])
-                receivedStart += count
-                if receivedStart == received.count {
-                    // Keep a small buffer for the next read; give big ones back (idle connections stay small).
-                    received.removeAll(keepingCapacity: received.capacity <= 16 * 1024)
-                    receivedStart = 0
-                }
-                if !isReading && readEnd == nil && !isClosing { try startReading() }
-                return count
-            }
-            if let readEnd {
-                if readEnd.code == .endOfStream { return 0 }
-                throw readEnd
-            }
-            if isClosing { throw failure }
-            if readWaiter != nil {
-                throw RuntimeError(.invalidArgument, function: "read", detail: "another task is already reading")
-            }
-            if !isReading { try startReading() }
+            if let count = try takeAvailable(into: &buffer, maxBytes: maxBytes) { return count }
             // The caller's buffer waits with the reader: the bytes that wake it are appended to it straight from
             // the loop's scratch buffer (one copy, not two through `received`).
             swap(&buffer, &waitingBuffer)
@@ -161,6 +136,42 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
                 return waitingCount
             }
         }
+    }
+
+    /// What a read returns without waiting: bytes already received, 0 at the end of the stream, or the stream's
+    /// failure thrown; nil when it must wait (reading is started).
+    @inline(never)
+    private func takeAvailable(into buffer: inout [UInt8], maxBytes: Int) throws -> Int? {
+        let available = received.count - receivedStart
+        if available > 0 && buffer.isEmpty && receivedStart == 0 && available <= maxBytes && received.count > 16 * 1024 {
+            // Hand the whole receive buffer over instead of copying it (bulk transfers read this way);
+            // keep the caller's empty buffer (and its capacity) for the next bytes.
+            swap(&buffer, &received)
+            if !isReading && readEnd == nil && !isClosing { try startReading() }
+            return available
+        }
+        if available > 0 {
+            let count = min(available, maxBytes)
+            buffer.append(contentsOf: received[receivedStart..<(receivedStart + count)])
+            receivedStart += count
+            if receivedStart == received.count {
+                // Keep a small buffer for the next read; give big ones back (idle connections stay small).
+                received.removeAll(keepingCapacity: received.capacity <= 16 * 1024)
+                receivedStart = 0
+            }
+            if !isReading && readEnd == nil && !isClosing { try startReading() }
+            return count
+        }
+        if let readEnd {
+            if readEnd.code == .endOfStream { return 0 }
+            throw readEnd
+        }
+        if isClosing { throw failure }
+        if readWaiter != nil {
+            throw RuntimeError(.invalidArgument, function: "read", detail: "another task is already reading")
+        }
+        if !isReading { try startReading() }
+        return nil
     }
 
     private func startReading() throws(RuntimeError) {

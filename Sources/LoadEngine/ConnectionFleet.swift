@@ -103,14 +103,12 @@ struct ConnectionFleet {
                             queue.started()
                             // A download or upload slot, or a WebSocket client.
                             if plan.transfer != nil {
-                                var user = TransferUser(id: start.id, plan: plan, loop: loop, recorder: recorder, latch: latch,
-                                                        ledger: ledger, random: start.random)
-                                await user.run()
+                                await Self.runTransferUser(start, plan: plan, loop: loop, recorder: recorder, latch: latch,
+                                                           ledger: ledger)
                             } else {
-                                await TaskSlabReserve.reserve()
-                                var user = VirtualUser(id: start.id, plan: plan, loop: loop, recorder: recorder, latch: latch,
-                                                       ledger: ledger, random: start.random, connection: start.connection)
-                                await user.run()
+                                await TaskSlabReserve.reserve(tls: plan.url.isSecure)
+                                await Self.runWebSocketUser(start, plan: plan, loop: loop, recorder: recorder, latch: latch,
+                                                            ledger: ledger)
                             }
                             running.ended()
                         }
@@ -126,6 +124,25 @@ struct ConnectionFleet {
             }
             active[index].removeSubrange(step.target...)
         }
+    }
+
+    /// A WebSocket client, from its start to its end. Out of line, as is ``runTransferUser``: the task's first frame
+    /// holds the one user it runs, not room for both kinds (and a WebSocket client's is held for as long as it is idle).
+    @inline(never)
+    private static func runWebSocketUser(_ start: UserStart, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder,
+                                         latch: StopLatch, ledger: InvariantLedger) async {
+        var user = VirtualUser(id: start.id, plan: plan, loop: loop, recorder: recorder, latch: latch, ledger: ledger,
+                               random: start.random, connection: start.connection)
+        await user.run()
+    }
+
+    /// A download or upload slot, from its start to its end.
+    @inline(never)
+    private static func runTransferUser(_ start: UserStart, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder,
+                                        latch: StopLatch, ledger: InvariantLedger) async {
+        var user = TransferUser(id: start.id, plan: plan, loop: loop, recorder: recorder, latch: latch, ledger: ledger,
+                                random: start.random)
+        await user.run()
     }
 
     /// Tells every connection to stop (closing handshakes; the open model counts its schedule up to `instant`).

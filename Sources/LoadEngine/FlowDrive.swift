@@ -33,7 +33,10 @@ extension VirtualUser {
 
     /// Runs the flow on an open connection: a reader task and an interpreter task, while this task waits for the
     /// stop (which ends the interpreter at its next step or wait) and then closes gracefully.
-    func driveFlow(_ manager: WebSocketManager, flow: FlowPlan, state: FlowState) async -> Ending {
+    /// Out of line: the flow's values are held in this frame, not in ``drive(_:)``'s, which every idle client holds.
+    @inline(never)
+    mutating func driveFlow(_ manager: WebSocketManager) async -> Ending {
+        guard let flow = plan.flow, let state = flowState else { return .finished }  // drive(_:) checked both
         // A new start of the steps (first connect, or after an unintended drop) clears the captures; a
         // `reconnect` step's resume point keeps them.
         // `${seq}` restarts with them: it counts the conversation's sends, across a `reconnect` step.

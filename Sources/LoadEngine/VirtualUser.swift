@@ -112,7 +112,7 @@ struct VirtualUser {
     /// shard's offset).
     let connection: Int
     /// A flow scenario's per-client state (captures, marks, feeder rows), kept across reconnects.
-    private var flowState: FlowState?
+    private(set) var flowState: FlowState?
 
     init(
         id: Int, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder, latch: StopLatch, ledger: InvariantLedger,
@@ -230,6 +230,15 @@ struct VirtualUser {
     private mutating func open(attempt: Int, downSince: inout LoopClock.Instant?) async -> Opening {
         guard let manager = makeManager(attempt: attempt, isReconnect: downSince != nil) else { return .ended(.none) }
         let outcome = await Self.connect(manager, besides: openedConnections, on: loop)
+        return opened(manager, outcome, downSince: &downSince)
+    }
+
+    /// What the connect attempt came to: its checks and figures, out of line, so that their values (the checks'
+    /// messages, the figures) are not in the async frame of ``open(attempt:downSince:)`` (a task keeps the slab
+    /// its deepest frames needed).
+    @inline(never)
+    private mutating func opened(_ manager: WebSocketManager, _ outcome: HandshakeOutcome,
+                                 downSince: inout LoopClock.Instant?) -> Opening {
         if let error = outcome.error {
             recorder.recordError(error.code)
             history.note("connect failed: \(error.code.rawValue)")
@@ -414,7 +423,7 @@ struct VirtualUser {
     }
 
     /// Waits until this connection is stopped or woken, or `deadline` passes (a loop timer wakes it).
-    private func waitForLatch(until deadline: LoopClock.Instant) async {
+    private mutating func waitForLatch(until deadline: LoopClock.Instant) async {
         guard clock.now < deadline else { return }
         let latch = self.latch
         let id = self.id
@@ -429,12 +438,17 @@ struct VirtualUser {
     /// connection: an idle connection holds this task's frames and nothing else that waits.
     @inline(never)
     private mutating func drive(_ manager: WebSocketManager) async -> Ending {
-        if let flow = plan.flow, let flowState { return await driveFlow(manager, flow: flow, state: flowState) }
-        let connection = ConnectionRun(
-            id: id, plan: plan, manager: manager, recorder: recorder, latch: latch, random: random.split(), loop: loop,
-            ledger: ledger, history: history)
+        if plan.flow != nil && flowState != nil { return await driveFlow(manager) }
+        let connection = makeRun(manager)
         let ending = await connection.run(manager)
         if await manager.state != .closed { await manager.disconnect(code: .normalClosure, reason: "done") }
         return latch.isStopped(id) ? .stopped : ending
+    }
+
+    /// The pattern's run on `manager`; built out of line, so that none of its construction is in ``drive(_:)``'s frame.
+    @inline(never)
+    private mutating func makeRun(_ manager: WebSocketManager) -> ConnectionRun {
+        ConnectionRun(id: id, plan: plan, manager: manager, recorder: recorder, latch: latch, random: random.split(),
+                      loop: loop, ledger: ledger, history: history)
     }
 }

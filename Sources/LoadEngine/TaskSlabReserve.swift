@@ -3,29 +3,41 @@
 ///
 /// The runtime's task allocator hands out frames from slabs of about 1 KB, allocating one more (sized for the frame,
 /// when larger) whenever a frame does not fit what is left of the current one, and keeps every slab until the task
-/// ends. An idle connection's task held five (heaptrack, 5,000 idle connections: the first, one for the connect's
-/// 2,016-byte frame, one for receive()'s 1,792-byte frame, one under the read, and one the close needs), most of them
-/// part empty. One frame of ``reservedBytes`` at the start leaves an empty slab that size behind it, which the
-/// connect's frames and then the read's (with the runtime's records for the waiting read) fill in turn: an idle task
-/// holds the first slab and this one (a third, which the runtime's enqueue record starts, comes with the stop).
-/// Idle ws at 10,000 connections, KiB per connection: 12.63 without; 11.9 with 4,096 bytes (the read's last records
-/// did not fit and took a slab of their own); 11.18 with 4,352, the least that held them all; 11.31 with 4,480, which
-/// leaves 128 bytes for frames that grow; 11.40 with 4,608.
+/// ends. Without a reserve an idle connection's task held several, most of them part empty. One frame of the reserve's
+/// size at the start leaves an empty slab that size behind it, which the connect's frames and then the read's (with
+/// the runtime's records for the waiting read) fill in turn: an idle task holds the first slab and this one.
+///
+/// Sized from perf probes on the task allocator (20 idle connections, pings every 500 ms, the deepest stack of each
+/// task with the allocator's 16-byte headers): beyond the first slab an idle ws client's frames take 2,032 bytes,
+/// a wss client's 2,432 (the TLS read adds three frames); the connect's (in ``VirtualUser``'s `open`) take less.
+/// Each reserve leaves about 256 bytes for frames that grow. Idle ws at 10,000 connections, KiB per connection: 8.32
+/// with 2,048, 8.58 with 2,304, 8.83 with 2,560 (a reserve too small costs a 1 KB slab more).
+/// Keep the frames on these paths small (docs/ARCHITECTURE.md, "Memory", and Benchmarks/async-frames.py).
 enum TaskSlabReserve {
-    /// What an idle connection's frames beyond the first slab add up to, with the allocator's headers (perf probes on
-    /// swift_task_alloc, idle pattern: 4,176 bytes of frames, then the read's records), and a margin.
-    static let reservedBytes = MemoryLayout<Reserve>.size
-    /// 560 × 8 = 4,480 bytes.
-    private typealias Reserve = InlineArray<560, UInt64>
+    /// 288 × 8 = 2,304 bytes.
+    private typealias Reserve = InlineArray<288, UInt64>
+    /// 336 × 8 = 2,688 bytes.
+    private typealias TLSReserve = InlineArray<336, UInt64>
 
-    /// Allocates a frame of ``reservedBytes`` and frees it.
+    /// Allocates a frame the size an idle connection's frames need (over TLS when `tls`) and frees it.
+    static func reserve(tls: Bool) async {
+        if tls { await reserveForTLS() } else { await reserveForTCP() }
+    }
+
     @inline(never)
-    static func reserve() async {
+    private static func reserveForTCP() async {
         var frame = Reserve(repeating: 0)
         // A suspension point without a callee frame (one would not fit behind this frame and would start a slab of
         // its own); the continuation is resumed before it is awaited, so the task does not wait. `frame` lives across
         // it, so it is in this function's frame.
         await withUnsafeContinuation { $0.resume() }
+        withUnsafeMutableBytes(of: &frame) { keep($0) }
+    }
+
+    @inline(never)
+    private static func reserveForTLS() async {
+        var frame = TLSReserve(repeating: 0)
+        await withUnsafeContinuation { $0.resume() }  // as in reserveForTCP()
         withUnsafeMutableBytes(of: &frame) { keep($0) }
     }
 

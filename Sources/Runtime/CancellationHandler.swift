@@ -7,7 +7,10 @@
 /// onto the generic executor too (measured with Swift 6.3 in SIL: `hop_to_executor none` in the closure; in
 /// `perf`, 9% of the closed echo's client CPU in `swift_task_switch`'s executor-preference lookups).
 /// Here the closure captures the isolated `isolation` parameter, which makes it isolated to the caller's
-/// actor: no hop, and a continuation inside resumes straight onto that actor's executor.
+/// actor: its executor checks stay on that actor's executor. A continuation inside still resumes onto the
+/// generic executor (Swift 6.3 emits `swift_continuation_init` without an executor override), which a task's
+/// loop preference turns into one job on that loop; a task without one resumes on the global pool and hops
+/// back (perf probes on `swift_task_enqueue`).
 ///
 /// Every cancellable wait on a loop (reads, writes, timers) goes through this.
 @inlinable

@@ -16,10 +16,28 @@ extension WebSocketManager {
 
     /// Sends a message (compressed and fragmented as configured). - Throws: as ``send(text:)``.
     package func send(_ message: WebSocketConnection.Message) async throws(WebSocketClientError) {
+        if try !sendIfReady(message) { try await flushQueued() }
+    }
+
+    /// ``send(_:)`` as a plain call when the transport takes the frame without waiting: true once it is written;
+    /// false when it is queued and the write would wait, and the caller then awaits ``flushQueued()`` (nothing
+    /// else may be sent in between). For a driver whose every message would otherwise cost an async call.
+    /// - Throws: as ``send(text:)``.
+    package func sendIfReady(_ message: WebSocketConnection.Message) throws(WebSocketClientError) -> Bool {
         guard state == .open, let channel, channel.connection.state == .open else {
             throw WebSocketClientError(.notConnected, "send on a connection that is \(state)")
         }
         channel.connection.send(message)
+        do {
+            return try channel.flushIfReady()
+        } catch {
+            throw Self.transportFailure(error)
+        }
+    }
+
+    /// Writes what ``sendIfReady(_:)`` queued, waiting for the transport (backpressure).
+    package func flushQueued() async throws(WebSocketClientError) {
+        guard let channel else { throw WebSocketClientError(.notConnected, "send on a connection that is \(state)") }
         do {
             try await channel.flush()
         } catch {

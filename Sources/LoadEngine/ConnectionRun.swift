@@ -210,11 +210,14 @@ final class ConnectionRun: @unchecked Sendable {
         didAnswer(manager)
     }
 
-    /// Sends the next request from this task (the closed model without think time).
+    /// Sends the next request from this task (the closed model without think time). Inlined into its loop, and a
+    /// plain call unless the transport would make it wait: per message, no async call (each costs a frame and the
+    /// runtime's executor checks, under the task's status-record lock).
+    @inline(__always)
     private func send(_ manager: isolated WebSocketManager, intended: UInt64) async throws(WebSocketClientError) {
         guard let message = prepareRequest(intended: intended) else { return }
         do {
-            try await manager.send(message)
+            if try !manager.sendIfReady(message) { try await manager.flushQueued() }
         } catch {
             requestFailed(manager)
             throw error

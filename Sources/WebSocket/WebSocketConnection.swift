@@ -357,6 +357,12 @@ public struct WebSocketConnection: Sendable {
         output = buffer
     }
 
+    /// Puts back, unwritten, a buffer ``takeOutput()`` returned, ahead of anything queued since: the transport would
+    /// not take it without waiting, and the next ``takeOutput()`` returns it (WebSocketChannel's `flushIfReady`).
+    public mutating func restoreOutput(_ buffer: [UInt8]) {
+        output = output.isEmpty ? buffer : buffer + output
+    }
+
     /// The largest written buffer ``recycleOutput(_:)`` keeps.
     public static let recycledOutputCapacity = 1024
 

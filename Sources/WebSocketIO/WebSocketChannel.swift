@@ -71,6 +71,20 @@ public final class WebSocketChannel {
         connection.recycleOutput(consume bytes)
     }
 
+    /// ``flush()`` when the transport takes the bytes without waiting, as a plain call: true once what is queued is
+    /// written (or there is nothing); false when it would wait, the bytes queued again on ``connection`` for ``flush()``.
+    @inlinable
+    public func flushIfReady() throws -> Bool {
+        guard connection.hasOutput else { return true }
+        let bytes = connection.takeOutput()
+        guard try stream.writeIfReady(bytes) else {
+            connection.restoreOutput(bytes)
+            return false
+        }
+        connection.recycleOutput(consume bytes)
+        return true
+    }
+
     /// Writes whatever is queued on ``connection`` without waiting (``ByteStream/writeWithoutWaiting(_:)``): for
     /// frames queued from a loop timer's callback, which has no task to suspend. A failure surfaces on the next read.
     public func flushWithoutWaiting() {

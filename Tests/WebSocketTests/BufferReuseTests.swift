@@ -61,4 +61,20 @@ struct BufferReuseTests {
         fresh.send(.binary([9]))
         #expect(reused.takeOutput() == fresh.takeOutput())
     }
+
+    @Test("output put back unwritten goes out first, ahead of frames queued after it, byte for byte")
+    func restoredOutputGoesFirst() {
+        var connection = WebSocketConnection(role: .client, random: CountingRandom())
+        var reference = WebSocketConnection(role: .client, random: CountingRandom())
+        connection.send(.text("declined"))
+        reference.send(.text("declined"))
+        let declined = connection.takeOutput()
+        #expect(!connection.hasOutput)
+        connection.restoreOutput(declined)  // alone: exactly what was taken
+        #expect(connection.takeOutput() == declined)
+        connection.send(.binary([1, 2, 3]))  // queued after the take, before the put-back
+        connection.restoreOutput(declined)
+        reference.send(.binary([1, 2, 3]))
+        #expect(connection.takeOutput() == reference.takeOutput())
+    }
 }

@@ -81,7 +81,7 @@ package actor WebSocketManager {
     var readerPauseCount = 0
     var isReaderPaused = false
     /// The transport from the TCP connect on (the handshake reads it before there is a channel).
-    var stream: (any ByteStream)?
+    package internal(set) var stream: (any ByteStream)?
     /// The read loop and the protocol state, from a valid 101 on.
     var channel: WebSocketChannel?
     /// What `.disconnected` reports: the peer's close, or why there was no closing handshake.

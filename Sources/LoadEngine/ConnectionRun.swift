@@ -128,6 +128,14 @@ final class ConnectionRun: @unchecked Sendable {
     func run(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
         startTimers(manager)
         defer { readerEnded(manager) }
+        // One cancellation handler for every read of the pattern, not one per message.
+        guard let stream = manager.stream else { return await runPattern(manager) }
+        return await stream.withReadsCancelledOnce { await runPattern(manager) }
+    }
+
+    /// The pattern's reader (see ``run(_:)``).
+    @inline(never)
+    private func runPattern(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
         switch (plan.websocket.pattern, plan.websocket.schedule) {
         case (.echo, .closed(.zero)), (.typed, .closed(.zero)):
             return await requestResponseLoop(manager)

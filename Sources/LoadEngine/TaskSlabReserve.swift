@@ -8,16 +8,17 @@
 /// the runtime's records for the waiting read) fill in turn: an idle task holds the first slab and this one.
 ///
 /// Sized from perf probes on the task allocator (20 idle connections, pings every 500 ms, the deepest stack of each
-/// task with the allocator's 16-byte headers): beyond the first slab an idle ws client's frames take 2,032 bytes,
-/// a wss client's 2,432 (the TLS read adds three frames); the connect's (in ``VirtualUser``'s `open`) take less.
-/// Each reserve leaves about 256 bytes for frames that grow. Idle ws at 10,000 connections, KiB per connection: 8.32
-/// with 2,048, 8.58 with 2,304, 8.83 with 2,560 (a reserve too small costs a 1 KB slab more).
+/// task with the allocator's 16-byte headers): beyond the first slab an idle ws client's frames take 2,544 bytes,
+/// a wss client's 2,896 (the TLS read adds three frames); the connect's (in ``VirtualUser``'s `open`) take less.
+/// Each reserve leaves about 300 bytes for frames that grow. Idle ws at 10,000 connections, KiB per connection, with
+/// the frames of the reader before its one cancellation handler (2,032 bytes then): 8.32 with 2,048, 8.58 with
+/// 2,304, 8.83 with 2,560 (a reserve too small costs a 1 KB slab more).
 /// Keep the frames on these paths small (docs/ARCHITECTURE.md, "Memory", and Benchmarks/async-frames.py).
 enum TaskSlabReserve {
-    /// 288 × 8 = 2,304 bytes.
-    private typealias Reserve = InlineArray<288, UInt64>
-    /// 336 × 8 = 2,688 bytes.
-    private typealias TLSReserve = InlineArray<336, UInt64>
+    /// 352 × 8 = 2,816 bytes.
+    private typealias Reserve = InlineArray<352, UInt64>
+    /// 400 × 8 = 3,200 bytes.
+    private typealias TLSReserve = InlineArray<400, UInt64>
 
     /// Allocates a frame the size an idle connection's frames need (over TLS when `tls`) and frees it.
     static func reserve(tls: Bool) async {

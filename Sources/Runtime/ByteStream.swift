@@ -33,11 +33,38 @@ public protocol ByteStream: AnyObject, Sendable {
 
     /// Closes at once; pending operations fail with `closed`. Idempotent; callable from any thread.
     func close()
+
+    /// For ``withReadsCancelledOnce(isolation:_:)``: while on, a read does not register a cancellation handler of its
+    /// own, because the caller registered one for all of them. Returns false when the stream cannot (then nothing
+    /// changes).
+    func setReadsCancelledByCaller(_ isOn: Bool) -> Bool
+
+    /// What a read cancelled while it waits does, for a caller's handler: the stream closes with `CancellationError`.
+    /// Callable from any thread.
+    func cancelReads()
 }
 
 extension ByteStream {
     /// Streams without a fast path always send through ``write(_:)``.
     public func writeIfReady(_ bytes: [UInt8]) throws -> Bool { false }
+
+    /// Streams whose reads always register their own handler.
+    public func setReadsCancelledByCaller(_ isOn: Bool) -> Bool { false }
+    public func cancelReads() { close() }
+
+    /// Runs `body` with one cancellation handler for every read in it, instead of one per read: a connection's reader
+    /// reads once per message, and each handler is two runtime calls under the task's status-record lock and two
+    /// executor switches (closed echo: 6 of the 14 locks per message, perf probes). Cancelling the task while `body`
+    /// runs does what it does to a read (``cancelReads()``), waiting or not. Call it from the task that reads; reads
+    /// by another task meanwhile are not covered.
+    public func withReadsCancelledOnce<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async -> T) async -> T {
+        guard setReadsCancelledByCaller(true) else { return await body() }
+        defer { _ = setReadsCancelledByCaller(false) }
+        return await withTaskCancellationHandler(operation: {
+            _ = isolation  // captured: the closure is isolated to the caller's actor (see withCancellationHandlerOnCaller)
+            return await body()
+        }, onCancel: { cancelReads() }, isolation: isolation)
+    }
 
     /// Appends whatever is available (up to 64 KiB) to `buffer`; `0` means EOF.
     public func read(into buffer: inout [UInt8]) async throws -> Int {

@@ -68,6 +68,17 @@ public final class TCPConnection: ByteStream {
         try await stream.write(bytes)
     }
 
+    public func setReadsCancelledByCaller(_ isOn: Bool) -> Bool {
+        precondition(loop.inLoopThread, "TCPConnection.setReadsCancelledByCaller must be called on \(loop)'s thread")
+        stream.areReadsCancelledByCaller = isOn
+        return true
+    }
+
+    public func cancelReads() {
+        let stream = stream
+        loop.perform { stream.cancel() }
+    }
+
     public func writeIfReady(_ bytes: [UInt8]) throws -> Bool {
         precondition(loop.inLoopThread, "TCPConnection.writeIfReady must be called on \(loop)'s thread")
         return try stream.writeIfReady(bytes)

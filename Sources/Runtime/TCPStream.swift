@@ -19,6 +19,8 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var isReading = false
     private var readEnd: RuntimeError?
     private var readWaiter: UnsafeContinuation<Void, any Error>?
+    /// Set by ``TCPConnection/setReadsCancelledByCaller(_:)``: a caller's handler covers the reads (`cancelReads()`).
+    var areReadsCancelledByCaller = false
     /// While a reader waits: its buffer, the most bytes it takes, and how many were appended to it.
     private var waitingBuffer: [UInt8] = []
     private var waitingLimit = 0
@@ -113,16 +115,12 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
             swap(&buffer, &waitingBuffer)
             waitingLimit = maxBytes
             do {
-                try await withCancellationHandlerOnCaller {
-                    // Unsafe, not checked: its two resumers (didRead, willClose) clear `readWaiter` first, and a
-                    // checked continuation costs an allocation per read.
-                    try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                        if isClosing { return continuation.resume(throwing: failure) }
-                        readWaiter = continuation
-                        loop.operationStarted()
-                    }
-                } onCancel: {
-                    loop.perform { self.cancel() }
+                // Unsafe, not checked: its two resumers (didRead, willClose) clear `readWaiter` first, and a checked
+                // continuation costs an allocation per read.
+                if areReadsCancelledByCaller {
+                    try await withUnsafeThrowingContinuation { park($0) }
+                } else {
+                    try await waitCancellably()
                 }
             } catch {
                 swap(&buffer, &waitingBuffer)
@@ -136,6 +134,24 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
                 return waitingCount
             }
         }
+    }
+
+    /// The wait of a read that registers its own cancellation handler. Out of line: a connection's reader (whose
+    /// caller registered one) parks in ``read(into:maxBytes:)`` without this frame.
+    @inline(never)
+    private func waitCancellably() async throws {
+        try await withCancellationHandlerOnCaller {
+            try await withUnsafeThrowingContinuation { park($0) }
+        } onCancel: {
+            loop.perform { self.cancel() }
+        }
+    }
+
+    /// The waiting read's continuation, resumed by didRead or willClose (at once if the stream is closing already).
+    private func park(_ continuation: UnsafeContinuation<Void, any Error>) {
+        if isClosing { return continuation.resume(throwing: failure) }
+        readWaiter = continuation
+        loop.operationStarted()
     }
 
     /// What a read returns without waiting: bytes already received, 0 at the end of the stream, or the stream's

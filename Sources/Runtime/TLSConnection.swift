@@ -388,6 +388,10 @@ public final class TLSConnection: ByteStream {
 
     public func close() { tcp.close() }
 
+    /// A TLS read waits in its TCP read, which is what registers for cancellation.
+    public func setReadsCancelledByCaller(_ isOn: Bool) -> Bool { tcp.setReadsCancelledByCaller(isOn) }
+    public func cancelReads() { tcp.cancelReads() }
+
     /// The ALPN protocol the server chose, if any.
     public var negotiatedApplicationProtocol: String? {
         var data: UnsafePointer<UInt8>?

@@ -29,12 +29,16 @@ package struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
     package var detail: String
     /// The runtime failure behind `connect`, `tls` and `transport` errors.
     package var runtimeError: RuntimeError? { if case .runtime(let error) = cause { error } else { nil } }
-    package var handshakeError: WebSocketHandshakeError? { if case .handshake(let error) = cause { error } else { nil } }
-    package var protocolError: WebSocketProtocolError? { if case .protocolViolation(let error) = cause { error } else { nil } }
+    package var handshakeError: WebSocketHandshakeError? {
+        if case .handshake(let error) = cause { error } else { nil }
+    }
+    package var protocolError: WebSocketProtocolError? {
+        if case .protocolViolation(let error) = cause { error } else { nil }
+    }
 
     /// The one failure behind the code, boxed: this error is thrown (typed) through the read's and the connect's
     /// async frames, and every frame that can hold one reserves its size. Three optional structs inline made it
-    /// about 150 bytes, held many times over by each idle connection's task; boxed, it is 25.
+    /// about 150 bytes, held many times over by each idle connection's task; boxed, it is 32.
     private let cause: Cause?
     private indirect enum Cause: Sendable {
         case runtime(RuntimeError)

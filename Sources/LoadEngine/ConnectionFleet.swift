@@ -103,12 +103,12 @@ struct ConnectionFleet {
                             queue.started()
                             // A download or upload slot, or a WebSocket client.
                             if plan.transfer != nil {
-                                await Self.runTransferUser(start, plan: plan, loop: loop, recorder: recorder, latch: latch,
-                                                           ledger: ledger)
+                                await Self.runTransferUser(start, plan: plan, loop: loop, recorder: recorder,
+                                                           latch: latch, ledger: ledger)
                             } else {
                                 await TaskSlabReserve.reserve(tls: plan.url.isSecure)
-                                await Self.runWebSocketUser(start, plan: plan, loop: loop, recorder: recorder, latch: latch,
-                                                            ledger: ledger)
+                                await Self.runWebSocketUser(start, plan: plan, loop: loop, recorder: recorder,
+                                                            latch: latch, ledger: ledger)
                             }
                             running.ended()
                         }
@@ -127,10 +127,10 @@ struct ConnectionFleet {
     }
 
     /// A WebSocket client, from its start to its end. Out of line, as is ``runTransferUser``: the task's first frame
-    /// holds the one user it runs, not room for both kinds (and a WebSocket client's is held for as long as it is idle).
+    /// holds the one user it runs, not room for both kinds (and a WebSocket client's is held while it is idle).
     @inline(never)
-    private static func runWebSocketUser(_ start: UserStart, plan: ScenarioPlan, loop: EventLoop, recorder: LoopRecorder,
-                                         latch: StopLatch, ledger: InvariantLedger) async {
+    private static func runWebSocketUser(_ start: UserStart, plan: ScenarioPlan, loop: EventLoop,
+                                         recorder: LoopRecorder, latch: StopLatch, ledger: InvariantLedger) async {
         var user = VirtualUser(id: start.id, plan: plan, loop: loop, recorder: recorder, latch: latch, ledger: ledger,
                                random: start.random, connection: start.connection)
         await user.run()

@@ -12,7 +12,7 @@
 /// a wss client's 2,896 (the TLS read adds three frames); the connect's (in ``VirtualUser``'s `open`) take less.
 /// Each reserve leaves about 300 bytes for frames that grow. Idle ws at 10,000 connections, KiB per connection, with
 /// the frames of the reader before its one cancellation handler (2,032 bytes then): 8.32 with 2,048, 8.58 with
-/// 2,304, 8.83 with 2,560 (a reserve too small costs a 1 KB slab more).
+/// 2,304, 8.83 with 2,560 (a reserve too small costs a 1 KB slab more); with the handler's frames and 2,816, 9.06.
 /// Keep the frames on these paths small (docs/ARCHITECTURE.md, "Memory", and Benchmarks/async-frames.py).
 enum TaskSlabReserve {
     /// 352 × 8 = 2,816 bytes.

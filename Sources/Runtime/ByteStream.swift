@@ -57,11 +57,13 @@ extension ByteStream {
     /// executor switches (closed echo: 6 of the 14 locks per message, perf probes). Cancelling the task while `body`
     /// runs does what it does to a read (``cancelReads()``), waiting or not. Call it from the task that reads; reads
     /// by another task meanwhile are not covered.
-    public func withReadsCancelledOnce<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async -> T) async -> T {
+    public func withReadsCancelledOnce<T>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async -> T
+    ) async -> T {
         guard setReadsCancelledByCaller(true) else { return await body() }
         defer { _ = setReadsCancelledByCaller(false) }
         return await withTaskCancellationHandler(operation: {
-            _ = isolation  // captured: the closure is isolated to the caller's actor (see withCancellationHandlerOnCaller)
+            _ = isolation  // captured: isolated to the caller's actor (see withCancellationHandlerOnCaller)
             return await body()
         }, onCancel: { cancelReads() }, isolation: isolation)
     }

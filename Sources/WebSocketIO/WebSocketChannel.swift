@@ -72,7 +72,8 @@ public final class WebSocketChannel {
     }
 
     /// ``flush()`` when the transport takes the bytes without waiting, as a plain call: true once what is queued is
-    /// written (or there is nothing); false when it would wait, the bytes queued again on ``connection`` for ``flush()``.
+    /// written (or there is nothing); false when it would wait, the bytes queued again on ``connection`` for
+    /// ``flush()``.
     @inlinable
     public func flushIfReady() throws -> Bool {
         guard connection.hasOutput else { return true }

@@ -24,15 +24,22 @@ extension WebSocketManager {
     /// else may be sent in between). For a driver whose every message would otherwise cost an async call.
     /// - Throws: as ``send(text:)``.
     package func sendIfReady(_ message: WebSocketConnection.Message) throws(WebSocketClientError) -> Bool {
-        guard state == .open, let channel, channel.connection.state == .open else {
-            throw WebSocketClientError(.notConnected, "send on a connection that is \(state)")
-        }
-        channel.connection.send(message)
+        let channel = try queue(message)
         do {
             return try channel.flushIfReady()
         } catch {
             throw Self.transportFailure(error)
         }
+    }
+
+    /// Queues `message` on the open connection's channel (framed, masked), for the caller to write.
+    /// - Throws: `not_connected` unless open.
+    func queue(_ message: WebSocketConnection.Message) throws(WebSocketClientError) -> WebSocketChannel {
+        guard state == .open, let channel, channel.connection.state == .open else {
+            throw WebSocketClientError(.notConnected, "send on a connection that is \(state)")
+        }
+        channel.connection.send(message)
+        return channel
     }
 
     /// Writes what ``sendIfReady(_:)`` queued, waiting for the transport (backpressure).

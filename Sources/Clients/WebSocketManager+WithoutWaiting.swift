@@ -10,10 +10,6 @@ extension WebSocketManager {
     /// is not thrown: it closes the transport, and the next read reports it.
     /// - Throws: `not_connected` unless open.
     package func sendWithoutWaiting(_ message: WebSocketConnection.Message) throws(WebSocketClientError) {
-        guard state == .open, let channel, channel.connection.state == .open else {
-            throw WebSocketClientError(.notConnected, "send on a connection that is \(state)")
-        }
-        channel.connection.send(message)
-        channel.flushWithoutWaiting()
+        try queue(message).flushWithoutWaiting()
     }
 }

@@ -12,9 +12,9 @@ final class ScenarioPlan: Sendable {
     let scenario: Scenario
     let websocket: WebSocketScenario
     let url: WebSocketURL
-    let configuration: WebSocketClientConfiguration
-    /// The same, in the box every connection of the scenario holds (a flow whose handshake sets headers makes its own).
+    /// In the box every connection of the scenario holds (a flow whose handshake sets headers makes its own).
     let sharedConfiguration: SharedWebSocketConfiguration
+    var configuration: WebSocketClientConfiguration { sharedConfiguration.value }
     /// Printable filler the messages are cut from (text-safe, so one buffer serves both formats).
     let filler: [UInt8]
     /// For download and upload scenarios.
@@ -36,7 +36,6 @@ final class ScenarioPlan: Sendable {
         self.scenario = scenario
         websocket = scenario.websocket
         self.url = url
-        self.configuration = configuration
         sharedConfiguration = SharedWebSocketConfiguration(configuration)
         self.filler = filler
         self.transfer = transfer
@@ -422,7 +421,9 @@ struct VirtualUser {
         return advance(.backoffElapsed)
     }
 
-    /// Waits until this connection is stopped or woken, or `deadline` passes (a loop timer wakes it).
+    /// Waits until this connection is stopped or woken, or `deadline` passes (a loop timer wakes it). Mutating though
+    /// it changes nothing: called from mutating methods, a non-mutating async method costs a copy of `self` in the
+    /// caller's frame (docs/ARCHITECTURE.md, "Memory"); so is ``driveFlow(_:)``.
     private mutating func waitForLatch(until deadline: LoopClock.Instant) async {
         guard clock.now < deadline else { return }
         let latch = self.latch

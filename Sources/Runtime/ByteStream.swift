@@ -48,7 +48,8 @@ extension ByteStream {
     /// Streams without a fast path always send through ``write(_:)``.
     public func writeIfReady(_ bytes: [UInt8]) throws -> Bool { false }
 
-    /// Streams whose reads always register their own handler.
+    /// Streams whose reads always register their own handler (``withReadsCancelledOnce(isolation:_:)`` then never
+    /// calls ``cancelReads()``, which here just closes).
     public func setReadsCancelledByCaller(_ isOn: Bool) -> Bool { false }
     public func cancelReads() { close() }
 

@@ -74,10 +74,7 @@ public final class TCPConnection: ByteStream {
         return true
     }
 
-    public func cancelReads() {
-        let stream = stream
-        loop.perform { stream.cancel() }
-    }
+    public func cancelReads() { stream.cancelOnLoop() }
 
     public func writeIfReady(_ bytes: [UInt8]) throws -> Bool {
         precondition(loop.inLoopThread, "TCPConnection.writeIfReady must be called on \(loop)'s thread")

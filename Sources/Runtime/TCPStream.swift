@@ -143,8 +143,13 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         try await withCancellationHandlerOnCaller {
             try await withUnsafeThrowingContinuation { park($0) }
         } onCancel: {
-            loop.perform { self.cancel() }
+            cancelOnLoop()
         }
+    }
+
+    /// ``cancel()`` from any thread (a cancellation handler's).
+    func cancelOnLoop() {
+        loop.perform { self.cancel() }
     }
 
     /// The waiting read's continuation, resumed by didRead or willClose (at once if the stream is closing already).

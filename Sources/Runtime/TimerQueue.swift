@@ -54,9 +54,9 @@ public final class LoopTimer {
 /// The armed ``LoopTimer``s of one loop behind a single libuv timer: a 4-ary min-heap by deadline, the libuv timer
 /// armed for the earliest (four children per node: half a binary heap's depth, so half the entries moved per arming —
 /// each move writes the moved timer's slot, a load from wherever that timer lives). Arming and cancelling are
-/// O(log n) with no allocation once the heap has grown; a pass
-/// takes every due timer off the heap first and then runs their callbacks, so a callback that re-arms its timer (or
-/// another) for a past deadline runs in the next pass, not in a loop within this one. A heap rather than a hashed
+/// O(log n) with no allocation once the heap has grown; a pass takes every due timer off the heap first and then
+/// runs their callbacks, so a callback that re-arms its timer (or another) for a past deadline runs in the next
+/// pass, not in a loop within this one. A heap rather than a hashed
 /// wheel: nothing ticks while the deadlines are far (an idle connection's ping is 30 s away), and at a few tens of
 /// thousands of timers per loop the heap's depth is about 8.
 ///

@@ -65,9 +65,9 @@ public final class WebSocketChannel {
     /// high-water mark that is a plain call (``ByteStream/writeIfReady(_:)``), not an async one through the existential.
     @inlinable @inline(__always)
     public func flush() async throws {
-        guard connection.hasOutput else { return }
+        if try flushIfReady() { return }
         let bytes = connection.takeOutput()
-        if try !stream.writeIfReady(bytes) { try await stream.write(bytes) }
+        try await stream.write(bytes)
         connection.recycleOutput(consume bytes)
     }
 

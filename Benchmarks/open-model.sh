@@ -8,7 +8,7 @@ Usage: Benchmarks/open-model.sh [ROUNDS]   (default 3)
 
 Each round starts `wsload serve --loops 1` on a free port, then runs `wsload run` under /usr/bin/time with an
 echo scenario on the open model: CONNECTIONS connections (default 2000) sharing RATE messages/s (default
-20000, "per": "total"), 64-byte text, for SECONDS (default 20). Prints per round and as medians:
+20000, "per": "total"), 64-byte text, for DURATION seconds (default 20). Prints per round and as medians:
 
   messages received per client CPU-second (user + system of the whole `wsload run`, connects included),
   the share of the schedule delivered (received / scheduled), the RTT from the intended send time
@@ -18,7 +18,7 @@ Environment:
   BUILD=0            skip `swift build -c release --product wsload`
   WSLOAD=PATH        the client binary (default .build/release/wsload)
   SERVER=PATH        the server binary (default: the client binary)
-  CONNECTIONS=2000   RATE=20000   SECONDS=20
+  CONNECTIONS=2000   RATE=20000   DURATION=20 (bash keeps its own SECONDS)
   LOOPS=N            the client's --loops (default: the run's default, one per core)
 
 Only loopback; every process runs under `timeout`. Figures are printed, never asserted.
@@ -35,7 +35,7 @@ fi
 if [ "${BUILD:-1}" != 0 ]; then swift build -c release --product wsload >/dev/null; fi
 export WSLOAD="${WSLOAD:-.build/release/wsload}"
 export SERVER="${SERVER:-$WSLOAD}"
-exec python3 - "$rounds" "${CONNECTIONS:-2000}" "${RATE:-20000}" "${SECONDS:-20}" "${LOOPS:-}" <<'PY'
+exec python3 - "$rounds" "${CONNECTIONS:-2000}" "${RATE:-20000}" "${DURATION:-20}" "${LOOPS:-}" <<'PY'
 import json, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 rounds, connections, rate, seconds, loops = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]

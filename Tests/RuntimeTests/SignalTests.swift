@@ -30,7 +30,7 @@ private final class Child: @unchecked Sendable {
                 lines.append(line)
                 if line.hasPrefix(expected) { return lines }
             }
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.fileHandleForReading.nextChunk()
             if chunk.isEmpty { return lines }
             buffered.append(chunk)
         }

@@ -21,8 +21,8 @@ public enum TestProcess {
         process.standardOutput = output
         process.standardError = errors
         try TiedProcess.launch(process)
-        let stdout = output.fileHandleForReading.readDataToEndOfFile()
-        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+        let stdout = output.fileHandleForReading.readToEndRetryingInterrupts()
+        let stderr = errors.fileHandleForReading.readToEndRetryingInterrupts()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw Failure(description: "\(arguments.joined(separator: " ")) failed: \(String(decoding: stderr, as: UTF8.self))")
@@ -55,10 +55,10 @@ extension TestProcess {
         let errorData = Lock(Data())
         let done = DispatchSemaphore(value: 0)
         Thread {
-            errorData.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }
+            errorData.withLock { $0 = errors.fileHandleForReading.readToEndRetryingInterrupts() }
             done.signal()
         }.start()
-        let stdout = output.fileHandleForReading.readDataToEndOfFile()
+        let stdout = output.fileHandleForReading.readToEndRetryingInterrupts()
         process.waitUntilExit()
         done.wait()
         let stderr = String(decoding: errorData.withLock { $0 }, as: UTF8.self)
@@ -118,7 +118,7 @@ public final class BackgroundProcess: @unchecked Sendable {
                 buffered.removeSubrange(...newline)
                 if line.contains(text) { return line }
             }
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.fileHandleForReading.nextChunk()
             if chunk.isEmpty { return nil }
             buffered.append(chunk)
         }
@@ -126,7 +126,7 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Reads everything until the process closes its output.
     public func readToEnd() -> String {
-        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        let rest = output.fileHandleForReading.readToEndRetryingInterrupts()
         return String(decoding: buffered + rest, as: UTF8.self)
     }
 

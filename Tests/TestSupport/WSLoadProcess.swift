@@ -52,7 +52,7 @@ public final class WSLoadProcess: @unchecked Sendable {
             let captured = self.captured
             Thread {
                 while true {
-                    let chunk = pipe.fileHandleForReading.availableData
+                    let chunk = pipe.fileHandleForReading.nextChunk()
                     if chunk.isEmpty { break }
                     captured.withLock { isOutput ? $0.output.append(chunk) : $0.errors.append(chunk) }
                 }

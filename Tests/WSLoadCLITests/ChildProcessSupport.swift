@@ -70,7 +70,7 @@ final class ChildProcess: @unchecked Sendable {
             readers.enter()
             Thread { [self] in
                 while true {
-                    let chunk = pipe.fileHandleForReading.availableData
+                    let chunk = pipe.fileHandleForReading.nextChunk()
                     if chunk.isEmpty { break }
                     collected.withLock { isOutput ? $0.output.append(chunk) : $0.errors.append(chunk) }
                 }

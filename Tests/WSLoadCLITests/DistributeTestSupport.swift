@@ -113,7 +113,7 @@ func runScript(_ arguments: [String], environment: [String: String] = [:], prepe
                 for (pipe, isOutput) in [(output, true), (errors, false)] {
                     group.enter()
                     Thread {
-                        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                        let data = pipe.fileHandleForReading.readToEndRetryingInterrupts()
                         collected.withLock { if isOutput { $0.0 = data } else { $0.1 = data } }
                         group.leave()
                     }.start()

@@ -16,11 +16,14 @@ public enum ProcessSpawn {
     }
 
     /// Starts `executable` with `arguments` (the first is the child's `argv[0]`) and this process's environment.
-    /// - Parameter descriptors: the child's descriptors by number; 0, 1 and 2 default to `/dev/null`.
+    /// - Parameters:
+    ///   - descriptors: the child's descriptors by number; 0, 1 and 2 default to `/dev/null`.
+    ///   - isGroupLeader: the child leads a process group of its own instead (a signal to the caller's group, a
+    ///     terminal's Ctrl-C, does not reach it), as Foundation's `Process` starts children.
     /// - Returns: the child's process id. - Throws: ``RuntimeError`` naming `posix_spawn` and why.
-    public static func spawn(_ executable: String, arguments: [String], descriptors: [Int32: Descriptor]) throws(RuntimeError)
-        -> Int32
-    {
+    public static func spawn(
+        _ executable: String, arguments: [String], descriptors: [Int32: Descriptor], isGroupLeader: Bool = false
+    ) throws(RuntimeError) -> Int32 {
         var actions = posix_spawn_file_actions_t()
         var attributes = posix_spawnattr_t()
         posix_spawn_file_actions_init(&actions)
@@ -57,7 +60,12 @@ public enum ProcessSpawn {
         sigemptyset(&defaults)
         for signal in [SIGINT, SIGTERM, SIGPIPE] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if isGroupLeader {
+            flags |= POSIX_SPAWN_SETPGROUP
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for argument in argv { free(argument) } }
         var pid: pid_t = 0

@@ -8,7 +8,7 @@ private let probeURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLa
 
 /// A child process whose stdout is read line by line.
 private final class Child: @unchecked Sendable {
-    let process = Process()
+    let process = SpawnedProcess()
     private let output = Pipe()
     private var buffered = Data()
 

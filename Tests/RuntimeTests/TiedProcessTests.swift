@@ -43,7 +43,7 @@ import TestSupport
 
     @Test("a child TiedProcess starts from a pool thread keeps running after the call (its parent is the spawner thread)")
     func childOutlivesCallingThread() async throws {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/bin/sleep")
         process.arguments = ["300"]
         try TiedProcess.start(process)

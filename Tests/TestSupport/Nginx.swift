@@ -47,7 +47,7 @@ public final class BoundLoopbackPort: @unchecked Sendable {
 public final class NginxServer: @unchecked Sendable {
     public let port: Int
     public let prefix: String
-    private let process: Process
+    private let process: SpawnedProcess
 
     public init(root: String) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
@@ -82,7 +82,7 @@ public final class NginxServer: @unchecked Sendable {
                 }
                 """
             try configuration.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
-            let process = Process()
+            let process = SpawnedProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
             process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf"]
             process.standardOutput = FileHandle.nullDevice

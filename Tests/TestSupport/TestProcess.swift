@@ -12,7 +12,7 @@ public enum TestProcess {
     /// Runs `arguments` (looked up on PATH) to completion; returns stdout.
     @discardableResult
     public static func run(_ arguments: [String], in directory: URL? = nil) throws -> String {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = directory }
@@ -43,7 +43,7 @@ extension TestProcess {
 
     /// Runs `arguments` to completion; returns the exit status, stdout and stderr.
     public static func runWithStatus(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         let output = Pipe()
@@ -85,7 +85,7 @@ extension TestProcess {
 
 /// A long-running helper whose stdout is read line by line and whose stdin we may write.
 public final class BackgroundProcess: @unchecked Sendable {
-    public let process = Process()
+    public let process = SpawnedProcess()
     public let input = Pipe()
     private let output = Pipe()
     private var buffered = Data()

@@ -16,7 +16,7 @@ public enum TiedProcess {
 
     /// Runs `process` (configured, not started) under the parent-death signal, from the spawner thread.
     /// `process.processIdentifier` is then the helper's own (setpriv execs it).
-    public static func start(_ process: Process) throws {
+    public static func start(_ process: SpawnedProcess) throws {
         guard let executable = process.executableURL?.path else {
             throw TestProcess.Failure(description: "TiedProcess.start: the process has no executable")
         }
@@ -27,9 +27,9 @@ public enum TiedProcess {
     }
 
     /// Runs `process` as configured (no parent-death signal), from the same spawner thread: every child the tests start
-    /// goes through one thread, one at a time. Foundation's `Process.run()` from several threads at once crashed the
-    /// test process once (a memcpy in `Process.run`, a full suite's distribute test beside the other spawns).
-    public static func launch(_ process: Process) throws {
+    /// goes through one thread, one at a time. (The crash once blamed on concurrent spawns was Foundation's
+    /// `Process.run()` over-reading `/proc/self/fd`, which serializing does not prevent: see ``SpawnedProcess``.)
+    public static func launch(_ process: SpawnedProcess) throws {
         try spawner.perform { try process.run() }
     }
 

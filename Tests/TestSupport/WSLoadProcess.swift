@@ -15,7 +15,7 @@ public final class WSLoadProcess: @unchecked Sendable {
     static let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Peers")
 
-    private let process: Process
+    private let process: SpawnedProcess
     private struct Captured {
         var output = Data()
         var errors = Data()
@@ -35,7 +35,7 @@ public final class WSLoadProcess: @unchecked Sendable {
                 prefix: [String] = []) throws {
         var command = prefix + [Self.executableURL.path] + arguments
         if terminal { command = ["python3", Self.peers.appendingPathComponent("pty_run.py").path] + command }
-        process = Process()
+        process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = command
         var merged = ProcessInfo.processInfo.environment

@@ -49,7 +49,7 @@ func withDownloadServer<T: Sendable>(
 /// A child process (the real `wsload`, or a helper such as `setpriv`) whose stdout and stderr are
 /// collected by threads of their own, so a chatty child never blocks and the cooperative pool never waits on a pipe.
 final class ChildProcess: @unchecked Sendable {
-    let process = Process()
+    let process = SpawnedProcess()
     private let collected = Lock<(output: Data, errors: Data)>((Data(), Data()))
     private let readers = DispatchGroup()
 
@@ -122,7 +122,7 @@ final class ChildProcess: @unchecked Sendable {
 /// may be busy with other suites and a late look would find the child already finished.
 /// - Returns: whether the condition held (and the signal was sent).
 func sendSignal(
-    _ signal: Int32, to process: Process, when condition: @escaping @Sendable () -> Bool, limit: Duration = .seconds(20)
+    _ signal: Int32, to process: SpawnedProcess, when condition: @escaping @Sendable () -> Bool, limit: Duration = .seconds(20)
 ) async -> Bool {
     await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
         Thread {

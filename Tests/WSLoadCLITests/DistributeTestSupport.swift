@@ -94,7 +94,7 @@ func runScript(_ arguments: [String], environment: [String: String] = [:], prepe
     try await withCheckedThrowingContinuation { continuation in
         Thread {
             continuation.resume(with: Result {
-                let process = Process()
+                let process = SpawnedProcess()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
                 process.arguments = arguments
                 var merged = ProcessInfo.processInfo.environment
@@ -124,28 +124,19 @@ func runScript(_ arguments: [String], environment: [String: String] = [:], prepe
                     process.terminate()
                     throw TestProcess.Failure(description: "\(arguments.joined(separator: " ")) did not finish within \(deadline)")
                 }
-                // Reaped here rather than with waitUntilExit: after a script that starts daemons (slurm-cluster.sh up),
-                // Foundation was seen never to notice its child's exit, leaving it a zombie and the wait endless.
-                let pid = process.processIdentifier
-                var status: Int32 = 0
-                var exitStatus: Int32?
-                while exitStatus == nil {
-                    let reaped = waitpid(pid, &status, WNOHANG)
-                    if reaped == pid {
-                        exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-                    } else if reaped < 0 && errno == ECHILD {
-                        process.waitUntilExit()  // Foundation reaped it first and has the status
-                        exitStatus = process.terminationStatus
-                    } else {
-                        guard ContinuousClock.now < end else {
-                            kill(pid, SIGKILL)
-                            throw TestProcess.Failure(description: "\(arguments.joined(separator: " ")) did not exit within \(deadline)")
-                        }
-                        Thread.sleep(forTimeInterval: 0.02)
+                // Polled with a deadline rather than waitUntilExit: a script that starts daemons (slurm-cluster.sh up)
+                // must still be bounded.
+                while process.isRunning {
+                    guard ContinuousClock.now < end else {
+                        kill(process.processIdentifier, SIGKILL)
+                        throw TestProcess.Failure(description: "\(arguments.joined(separator: " ")) did not exit within \(deadline)")
                     }
+                    Thread.sleep(forTimeInterval: 0.02)
                 }
+                let exitStatus = process.terminationReason == .uncaughtSignal
+                    ? 128 + process.terminationStatus : process.terminationStatus
                 let (out, err) = collected.withLock { $0 }
-                return ScriptRun(status: exitStatus ?? -1, output: String(decoding: out, as: UTF8.self),
+                return ScriptRun(status: exitStatus, output: String(decoding: out, as: UTF8.self),
                                  errors: String(decoding: err, as: UTF8.self))
             })
         }.start()

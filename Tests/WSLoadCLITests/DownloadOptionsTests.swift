@@ -41,7 +41,7 @@ private func transfersWithZeroBandwidthLimit() async throws {
 
 /// The most established TCP connections to `port` on loopback seen at once (`ss`, iproute2: the kernel's
 /// view, not the client's), sampled from a thread of its own until `process` exits.
-private func peakEstablishedConnections(to port: Int, while process: Process) -> () async -> Int {
+private func peakEstablishedConnections(to port: Int, while process: SpawnedProcess) -> () async -> Int {
     // The sampling thread starts here, synchronously: as an `async let` child it could wait on a busy cooperative
     // pool (two threads here, shared with every other suite) until the download was over, and see nothing.
     let peak = Lock(0)

@@ -37,7 +37,7 @@ private func httpGet(port: Int, _ target: String, accept: String? = nil, limit: 
 /// `directory`. Killed by ``stop()`` (call it in a `defer`: also on failure).
 private final class PrometheusServer: @unchecked Sendable {
     let port: Int
-    let process = Process()
+    let process = SpawnedProcess()
     let log: URL
 
     init(directory: URL, target: String) throws {

@@ -35,9 +35,10 @@ public enum ProcessSpawn {
         var all = descriptors
         for standard: Int32 in 0...2 where all[standard] == nil { all[standard] = .null(isWritable: standard != 0) }
         let highest = all.keys.max() ?? 2
-        // Sources first moved above every target, so a dup2 never overwrites a source another action still needs.
+        // Sources first moved above every target and every source, so a dup2 never overwrites a source another action
+        // still needs (a source may itself sit just above the targets: a pipe on descriptor 3 or 4).
         var moved: [Int32: Int32] = [:]
-        var next = highest + 1
+        var next = max(highest, all.values.compactMap { if case .duplicate(let source) = $0 { source } else { nil } }.max() ?? 0) + 1
         for (_, descriptor) in all.sorted(by: { $0.key < $1.key }) {
             guard case .duplicate(let source) = descriptor, moved[source] == nil else { continue }
             posix_spawn_file_actions_adddup2(&actions, source, next)

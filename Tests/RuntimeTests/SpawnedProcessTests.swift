@@ -108,3 +108,33 @@ import TestSupport
         withExtendedLifetime(pipes) {}
     }
 }
+
+/// ``ProcessSpawn``'s descriptor map, with sources where its moves land: each child descriptor is the one asked for.
+@Suite(.timeLimit(.minutes(1))) struct ProcessSpawnDescriptorTests {
+    @Test("a source just above the highest target is moved before another move overwrites it")
+    func sourceAboveTargets() throws {
+        let output = try ProcessPipe()
+        let errors = try ProcessPipe()
+        // The highest target sits right below stderr's source, so the first move's landing place is that source.
+        let target = errors.writeEnd - 1
+        #expect(target > 2 && target != output.writeEnd, "pipe ends \(output.writeEnd) and \(errors.writeEnd)")
+        let pid = try ProcessSpawn.spawn("/bin/sh", arguments: ["sh", "-c", "echo out; echo err >&2"], descriptors: [
+            1: .duplicate(output.writeEnd), 2: .duplicate(errors.writeEnd), target: .null(isWritable: false),
+        ])
+        ProcessPipe.close(output.writeEnd)
+        ProcessPipe.close(errors.writeEnd)
+        var outLines = DescriptorLines(descriptor: output.readEnd)
+        var errLines = DescriptorLines(descriptor: errors.readEnd)
+        var said: ([String], [String]) = ([], [])
+        while !outLines.isAtEnd { said.0 += outLines.readLines() }
+        while !errLines.isAtEnd { said.1 += errLines.readLines() }
+        var termination: ProcessSpawn.Termination?
+        while termination == nil {
+            termination = ProcessSpawn.reap(pid)
+            usleep(2_000)
+        }
+        #expect(said.0 == ["out"])
+        #expect(said.1 == ["err"])
+        #expect(termination == .exited(0))
+    }
+}

@@ -103,8 +103,11 @@ struct DistributeSlurmClusterTests {
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(60)
         var processes: [(pid: pid_t, what: String)] = []
+        var listedLast = ""
         while clock.now < deadline {
             let listed = try await runScript(["scontrol", "listpids"], environment: environment)
+            listedLast = "listpids (exit \(listed.status)): \(listed.output) \(listed.errors)"
+
             let pids = listed.output.split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").first.flatMap { pid_t($0) } }
             processes = []
             for pid in pids {
@@ -131,7 +134,7 @@ struct DistributeSlurmClusterTests {
         {
             let queue = try await runScript(["squeue", "--all", "-o", "%i %j %T %r"], environment: environment)
             let node = try await runScript(["sinfo", "-N", "-o", "%N %T %E"], environment: environment)
-            state = "; squeue: \(queue.output) \(queue.errors); sinfo: \(node.output) \(node.errors)"
+            state = "; \(listedLast); squeue: \(queue.output) \(queue.errors); sinfo: \(node.output) \(node.errors)"
         }
         #expect(processes.contains { $0.what.contains("wsload") && $0.what.contains(" run ") }, "the shards run: \(processes)\(state)")
         #expect(processes.filter { $0.what == "slurmstepd" }.count >= 3, "\(processes)\(state)")

@@ -317,7 +317,7 @@ if "open" in parts:
                   ("RTT p50 / p99 from the intended time (ms)",
                    [f"{number(column(t, 'p50'), 2)} / {number(column(t, 'p99'), 2)}" for t in names]),
                   ("peak RSS (MB)", [number(column(t, "rss"), 1) for t in names])])
-    w, k, c = (column(t, "per_cpu") for t in names)
+    w, k, c = (column(t, "per_cpu") for t in ("wsload run", "k6", "C epoll"))
     print(f"ratios, msgs per client CPU-s: wsload / C {ratio(w, c)}, wsload / k6 {ratio(w, k)}, "
           f"wsload / baseline {ratio(w, column('wsload baseline', 'per_cpu'))}", flush=True)
 

@@ -45,6 +45,8 @@ final class ConnectionRun: @unchecked Sendable {
     /// Typed requests in flight: id → intended send time.
     var inFlight: [UInt64: UInt64] = [:]
     var lastArrival: LoopClock.Instant?
+    /// The closed model's request that was queued while the transport could not take it: the reader's task writes it.
+    private var requestAwaitingWrite: WebSocketConnection.Message?
 
     /// Open model: the most requests one connection keeps unanswered before it drops scheduled sends.
     static let maximumOutstanding = 1024
@@ -291,33 +293,67 @@ final class ConnectionRun: @unchecked Sendable {
         }
     }
 
-    /// Closed model without think time: send, read until the reply, repeat — one task, no wake-ups.
+    /// Closed model without think time: send, read until the reply, repeat. Each reply and the request after it are
+    /// handled where the reply is read (``WebSocketManager/receiveEach(_:)``: on the loop thread, the task parked), so
+    /// a message costs no task wake-up; the task itself sends only the first request and any whose write must wait.
     /// (The connection is read almost all the time, so pongs are timed as they arrive.)
     @inline(never)
     private func requestResponseLoop(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
-        while !isStopping {
-            if isBudgetSpent { return .finished }
-            do {
-                try await send(manager, intended: clock.now.nanoseconds)
-                while outstanding > 0 { didReceiveReply(manager, try await manager.receive()) }
-            } catch {
-                return ended(by: error)
+        do throws(WebSocketClientError) {
+            while true {
+                if let request = requestAwaitingWrite {
+                    requestAwaitingWrite = nil
+                    do { try await manager.flushQueued() } catch { requestFailed(manager); throw error }
+                    requestWritten(request)
+                } else if outstanding == 0 {
+                    if isStopping || isBudgetSpent { return .finished }
+                    try await send(manager, intended: clock.now.nanoseconds)
+                    continue  // a test's fault may have swallowed it: then the next
+                }
+                try await manager.receiveEach { manager, reply throws(WebSocketClientError) in try self.answer(manager, reply) }
+                if outstanding == 0 && requestAwaitingWrite == nil { return .finished }  // stopped, or the budget spent
             }
+        } catch {
+            return ended(by: error)
         }
-        return .finished
+    }
+
+    /// A reply in ``requestResponseLoop(_:)``, on the loop thread: accounted, then the next request written at once;
+    /// false when the loop's task must go on instead — the run stopped or the budget is spent (nothing unanswered),
+    /// or the request's write must wait (``requestAwaitingWrite``).
+    private func answer(_ manager: isolated WebSocketManager, _ reply: WebSocketConnection.Message)
+        throws(WebSocketClientError) -> Bool {
+        didReceiveReply(manager, reply)
+        while outstanding == 0 {
+            if isStopping || isBudgetSpent { return false }
+            guard let request = prepareRequest(intended: clock.now.nanoseconds) else { continue }  // a test's fault
+            do {
+                if try !manager.sendIfReady(request) {
+                    requestAwaitingWrite = request
+                    return false
+                }
+            } catch {
+                requestFailed(manager)
+                throw error
+            }
+            requestWritten(request)
+        }
+        return true
     }
 
     /// The reader when the timers send (open model, or closed with think time): replies until the connection
-    /// closes.
+    /// closes, each accounted where it is read (``WebSocketManager/receiveEach(_:)``), the task parked meanwhile.
     @inline(never)
     private func readReplies(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
-        while true {
-            do {
-                didReceiveReply(manager, try await manager.receive())
-            } catch {
-                return ended(by: error)
+        do {
+            try await manager.receiveEach { manager, reply throws(WebSocketClientError) in
+                self.didReceiveReply(manager, reply)
+                return true
             }
+        } catch {
+            return ended(by: error)
         }
+        return .finished  // not reached: the handler never stops, the connection's end throws
     }
 
     // MARK: Pushed messages

@@ -42,6 +42,16 @@ public protocol ByteStream: AnyObject, Sendable {
     /// What a read cancelled while it waits does, for a caller's handler: the stream closes with `CancellationError`.
     /// Callable from any thread.
     func cancelReads()
+
+    /// For a reader that takes bytes on the loop thread as they arrive instead of parking a task in ``read(into:maxBytes:)``
+    /// per message: sets (nil clears) what is called whenever bytes arrive while no read waits, and once when the stream
+    /// ends, fails or closes (the handler is then cleared). The handler takes them with ``readIfAvailable(into:maxBytes:)``;
+    /// it may be called with nothing to take. Starts reading. Returns false when the stream cannot (then nothing changes).
+    func setReadableHandler(_ handler: (() -> Void)?) throws -> Bool
+
+    /// ``read(into:maxBytes:)`` without waiting: appends what was received (at most `maxBytes`), returns `0` at the end of
+    /// the stream, throws the stream's failure, or returns nil when nothing is there yet.
+    func readIfAvailable(into buffer: inout [UInt8], maxBytes: Int) throws -> Int?
 }
 
 extension ByteStream {
@@ -52,6 +62,10 @@ extension ByteStream {
     /// calls ``cancelReads()``, which here just closes).
     public func setReadsCancelledByCaller(_ isOn: Bool) -> Bool { false }
     public func cancelReads() { close() }
+
+    /// Streams whose bytes are only read by a task (TLS: a record is decrypted by the reading task).
+    public func setReadableHandler(_ handler: (() -> Void)?) throws -> Bool { false }
+    public func readIfAvailable(into buffer: inout [UInt8], maxBytes: Int) throws -> Int? { nil }
 
     /// Runs `body` with one cancellation handler for every read in it, instead of one per read: a connection's reader
     /// reads once per message, and each handler is two runtime calls under the task's status-record lock and two

@@ -76,6 +76,17 @@ public final class TCPConnection: ByteStream {
 
     public func cancelReads() { stream.cancelOnLoop() }
 
+    public func setReadableHandler(_ handler: (() -> Void)?) throws -> Bool {
+        precondition(loop.inLoopThread, "TCPConnection.setReadableHandler must be called on \(loop)'s thread")
+        try stream.setReadableHandler(handler)
+        return true
+    }
+
+    public func readIfAvailable(into buffer: inout [UInt8], maxBytes: Int) throws -> Int? {
+        precondition(loop.inLoopThread, "TCPConnection.readIfAvailable must be called on \(loop)'s thread")
+        return try stream.readIfAvailable(into: &buffer, maxBytes: maxBytes)
+    }
+
     public func writeIfReady(_ bytes: [UInt8]) throws -> Bool {
         precondition(loop.inLoopThread, "TCPConnection.writeIfReady must be called on \(loop)'s thread")
         return try stream.writeIfReady(bytes)

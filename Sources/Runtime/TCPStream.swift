@@ -25,6 +25,9 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var waitingBuffer: [UInt8] = []
     private var waitingLimit = 0
     private var waitingCount = 0
+    /// Called on the loop thread when bytes arrive and no read waits, and when the stream ends or closes
+    /// (``setReadableHandler(_:)``).
+    private var readableHandler: (() -> Void)?
 
     private var queuedWriteBytes = 0
     /// Every byte ``write(_:)`` accepted (handed over at once or queued), for ``deliveredBytes``.
@@ -234,7 +237,23 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
             readWaiter = nil
             loop.operationEnded()
             waiter.resume()
+        } else if let readableHandler {
+            readableHandler()
         }
+    }
+
+    /// ``ByteStream/setReadableHandler(_:)``. While set, it counts as a waiting reader.
+    func setReadableHandler(_ handler: (() -> Void)?) throws(RuntimeError) {
+        if (readableHandler == nil) != (handler == nil) {
+            if handler == nil { loop.operationEnded() } else { loop.operationStarted() }
+        }
+        readableHandler = handler
+        if handler != nil && !isReading && readEnd == nil && !isClosing { try startReading() }
+    }
+
+    /// ``ByteStream/readIfAvailable(into:maxBytes:)`` (reading is started when nothing is there).
+    func readIfAvailable(into buffer: inout [UInt8], maxBytes: Int) throws -> Int? {
+        try takeAvailable(into: &buffer, maxBytes: maxBytes)
     }
 
     // MARK: Write
@@ -465,28 +484,16 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
         resumeWriters()
         received = []
         receivedStart = 0
+        // A handler learns of the close as a reader would: its next readIfAvailable throws the failure.
+        if let readableHandler {
+            self.readableHandler = nil
+            loop.operationEnded()
+            readableHandler()
+        }
     }
 
     override func closeHandle(_ callback: uv_close_cb) {
         if isResetOnClose && uv_tcp_close_reset(tcp, callback) == 0 { return }
         super.closeHandle(callback)
-    }
-
-    // MARK: Addresses
-
-    var localAddress: SocketAddress? { address(uv_tcp_getsockname) }
-    var remoteAddress: SocketAddress? { address(uv_tcp_getpeername) }
-
-    private func address(
-        _ query: (UnsafePointer<uv_tcp_t>?, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<Int32>?) -> Int32
-    ) -> SocketAddress? {
-        guard !isClosing else { return nil }
-        var storage = sockaddr_storage()
-        var length = Int32(MemoryLayout<sockaddr_storage>.size)
-        let status = withUnsafeMutableBytes(of: &storage) { raw in
-            query(tcp, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
-        }
-        guard status == 0 else { return nil }
-        return withUnsafeBytes(of: storage) { SocketAddress(copying: $0.baseAddress!.assumingMemoryBound(to: sockaddr.self)) }
     }
 }

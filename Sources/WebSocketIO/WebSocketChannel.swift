@@ -33,6 +33,9 @@ public final class WebSocketChannel {
 
     /// Set when a client has received the server's close: the next ``next()`` waits for the server's FIN.
     @usableFromInline var isAwaitingPeerClose = false
+    /// An event ``nextIfAvailable()`` parsed but does not handle (a control frame, a failure): ``next()`` returns it
+    /// first, as if it had just been parsed.
+    @usableFromInline var handedOver: WebSocketConnection.Event?
 
     /// Bytes per read; what libuv's per-loop scratch buffer holds.
     @usableFromInline static let readSize = 64 * 1024
@@ -54,11 +57,39 @@ public final class WebSocketChannel {
     @inlinable @inline(__always)
     public func next() async throws -> WebSocketConnection.Event? {
         // The echo hot path: a message already parsed is returned without another call.
-        if let event = connection.nextEvent() {
+        if let event = handedOver ?? connection.nextEvent() {
+            handedOver = nil
             if case .message = event { return event }
             return try await complete(event)
         }
         return try await readMore()
+    }
+
+    /// The next message if one is parsed already, as a plain call, for a reader on the loop thread (``pullAvailable()``):
+    /// nil when none is, or when the next event is not a message — that one is kept for ``next()``, which does what it
+    /// asks of the transport (the pong, the close reply, the wait for the FIN) and returns it.
+    @inlinable
+    public func nextIfAvailable() -> WebSocketConnection.Message? {
+        guard handedOver == nil, let event = connection.nextEvent() else { return nil }
+        if case .message(let message) = event { return message }
+        handedOver = event
+        return nil
+    }
+
+    /// Whether a reader may take messages on the loop thread (``pullAvailable()``, ``nextIfAvailable()``): the connection
+    /// is open, nothing is handed over and no stall holds reads; otherwise only ``next()`` reads.
+    public var isReadableWithoutWaiting: Bool {
+        handedOver == nil && readsHeldUntil == nil && !isAwaitingPeerClose && connection.state == .open
+    }
+
+    /// Appends what the transport received to the parser's buffer without waiting
+    /// (``ByteStream/readIfAvailable(into:maxBytes:)``): the byte count, `0` at EOF, nil when nothing came. EOF and a
+    /// failure stay with the transport: ``next()`` meets them again.
+    @inlinable
+    public func pullAvailable() throws -> Int? {
+        var bytes = connection.lendReceiveBuffer()
+        defer { connection.returnReceiveBuffer(bytes) }
+        return try stream.readIfAvailable(into: &bytes, maxBytes: Self.readSize)
     }
 
     /// Writes whatever is queued on ``connection`` (replies, messages, pings, closes), in order. Below the transport's

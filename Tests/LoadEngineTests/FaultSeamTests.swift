@@ -39,11 +39,11 @@ struct FaultSeamTests {
         let initializerEnd = try #require(text.range(of: "\n    }\n", range: initializer.upperBound..<text.endIndex))
         let outside = String(text[body.upperBound..<initializer.lowerBound]) + String(text[initializerEnd.upperBound...])
         #expect(!outside.contains("faults"), "ConnectionRun consults a fault outside its initializer (once per connection)")
-        let perMessageFiles = ["+Reading.swift", "+Sending.swift", "+Heartbeats.swift"]
+        let perMessageFiles = ["+Reading.swift", "+Sending.swift", "+Heartbeats.swift", "+Delivery.swift"]
         let readSide = try SourceTree.files(under: "WebSocketIO") + SourceTree.files(under: "Clients").filter { file in
             perMessageFiles.contains { file.path.hasSuffix($0) }
         }
-        #expect(readSide.count >= 4, "\(readSide.map(\.path))")
+        #expect(readSide.count >= 5, "\(readSide.map(\.path))")
         for (path, text) in readSide {
             #expect(!text.contains("faults"), "\(path) consults a fault on the per-message path")
         }

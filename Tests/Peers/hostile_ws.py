@@ -19,6 +19,7 @@ The request path picks the misbehaviour (the query string is ignored, except `n=
   /ping-126        a ping with 126 bytes of payload (control frames carry at most 125: §5.5)
   /flood?n=N       N text messages `m<i>` as fast as TCP takes them (default 100000), then close 1000
   /echo            a plain echo (what a load profile's other connections may need)
+  /ping-echo       the echo, each reply after a ping `p<i>`; prints `pongs K of N` (pongs that answered a ping)
 
 After its misbehaviour the server reads what the client sends until the client closes (at most 30 s) and
 prints `client-close MODE CODE` (CODE: the first close frame's code, `none` without one). Loopback only.
@@ -116,8 +117,11 @@ def unmask(data):
 
 
 async def drain_client(reader, mode, echo_writer=None):
-    """Reads what the client sends until it closes (at most 30 s); prints its close code."""
+    """Reads what the client sends until it closes (at most 30 s); prints its close code. `ping-echo` sends a ping
+    ("p" and the message's number) before each echo and prints how many pongs carried the payload of a ping sent."""
     code = "none"
+    pings = []
+    pongs = 0
     buffered = b""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
@@ -138,8 +142,15 @@ async def drain_client(reader, mode, echo_writer=None):
                 code = str(struct.unpack("!H", payload[:2])[0]) if len(payload) >= 2 else "1005"
                 if echo_writer is not None:
                     echo_writer.write(frame(0x8, payload[:2]))
+            elif opcode == 0xA and payload in pings:
+                pongs += 1
             elif echo_writer is not None and opcode in (0x1, 0x2):
+                if mode == "ping-echo":
+                    pings.append(b"p%d" % len(pings))
+                    echo_writer.write(frame(0x9, pings[-1]))
                 echo_writer.write(frame(opcode, payload))
+    if mode == "ping-echo":
+        print(f"pongs {pongs} of {len(pings)}", flush=True)
     print(f"client-close {mode} {code}", flush=True)
 
 
@@ -215,7 +226,7 @@ async def handle(reader, writer):
                     await writer.drain()
             writer.write(frame(0x8, struct.pack("!H", 1000)))
         await writer.drain()
-        await drain_client(reader, mode, echo_writer=writer if mode == "echo" else None)
+        await drain_client(reader, mode, echo_writer=writer if mode in ("echo", "ping-echo") else None)
     except (ConnectionError, asyncio.CancelledError):
         pass
     finally:

@@ -167,7 +167,9 @@ struct HTMLReportTests {
             ["screenshot": .string(directory.appendingPathComponent("hover.png").path)],
         ], in: directory)
         let chartPNG = try Data(contentsOf: URL(fileURLWithPath: chart)), blankPNG = try Data(contentsOf: URL(fileURLWithPath: blank))
-        #expect(chartPNG.count > 8_000 && chartPNG.count > 10 * blankPNG.count, "chart \(chartPNG.count) bytes, blank \(blankPNG.count)")
+        // A blank clip of the chart's size compresses to well under a kilobyte; how far above that a drawn one lands
+        // depends on the run's figures (7.8 KB seen, 8 KB once the bar): drawn, not a size to reach.
+        #expect(chartPNG.count > 3_000 && chartPNG.count > 10 * blankPNG.count, "chart \(chartPNG.count) bytes, blank \(blankPNG.count)")
         let hover = try #require(hovered["values"]?["hover"])
         #expect(hover["hidden"] == false && hover["cursor"] == "visible" && hover["inside"] == true, "\(hover.formatted(pretty: false))")
         // A 6-second run at 1-second intervals: a point per second.

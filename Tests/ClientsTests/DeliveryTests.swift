@@ -43,6 +43,25 @@ struct DeliveryTests {
         return (seen, manager)
     }
 
+    /// Connects and records every message through receiveEach until the connection ends: what was seen, and the error
+    /// that ended it (nil if receiveEach returned, which a handler that never stops should not let happen).
+    private func receiveAll(_ manager: WebSocketManager, on loop: EventLoop) async throws -> (Seen, WebSocketClientError?) {
+        let seen = Seen()
+        let error = try await onLoop(loop) { () async throws -> WebSocketClientError? in
+            try await manager.connect()
+            do throws(WebSocketClientError) {
+                try await manager.receiveEach { _, message throws(WebSocketClientError) in
+                    seen.record(message)
+                    return true
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        return (seen, error)
+    }
+
     @Test("over TCP: every reply in order, handed over in the read callback (the task not woken), the connection usable after")
     func tcpEcho() async throws {
         try await withLoopGroup(loopCount: 1) { group in
@@ -83,19 +102,7 @@ struct DeliveryTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             let manager = WebSocketManager(url: try WebSocketURL("ws://127.0.0.1:\(peer.port)/flood?n=2000"), loop: loop)
-            let seen = Seen()
-            let error = try await onLoop(loop) { () async throws -> WebSocketClientError? in
-                try await manager.connect()
-                do throws(WebSocketClientError) {
-                    try await manager.receiveEach { _, message throws(WebSocketClientError) in
-                        seen.record(message)
-                        return true
-                    }
-                    return nil
-                } catch {
-                    return error
-                }
-            }
+            let (seen, error) = try await receiveAll(manager, on: loop)
             #expect(seen.texts == (0..<2000).map { "m\($0)" })
             #expect(seen.inReadCallback > 1000, "\(seen.inReadCallback) of 2000 in the read callback")
             #expect(error?.code == .notConnected)
@@ -125,19 +132,7 @@ struct DeliveryTests {
         try await withLoopGroup(loopCount: 1) { group in
             let loop = group.loops[0]
             let manager = WebSocketManager(url: try WebSocketURL("ws://127.0.0.1:\(peer.port)/trickle"), loop: loop)
-            let seen = Seen()
-            let error = try await onLoop(loop) { () async throws -> WebSocketClientError? in
-                try await manager.connect()
-                do throws(WebSocketClientError) {
-                    try await manager.receiveEach { _, message throws(WebSocketClientError) in
-                        seen.record(message)
-                        return true
-                    }
-                    return nil
-                } catch {
-                    return error
-                }
-            }
+            let (seen, error) = try await receiveAll(manager, on: loop)
             #expect(seen.texts == [String((0..<1000).map { Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8($0 % 26))) })])
             #expect(error?.code == .notConnected)
         }

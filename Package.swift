@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(name: "wsload", dependencies: ["WSLoadCLI"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "WSLoadBench",
-            dependencies: ["Runtime", "Clients", "Crypto", "WebSocket", "HTTP1", "Histogram", "LiveView", "Profile", "Reporting"],
+            dependencies: ["Runtime", "Clients", "Crypto", "WebSocket", "HTTP1", "Histogram", "LiveView", "Profile", "Reporting", "Flow", "JSON"],
             path: "Benchmarks/WSLoadBench",
             swiftSettings: swiftSettings
         ),

@@ -6,6 +6,7 @@
 //   swift run -c release wsload-bench histogram [--samples 10000000]
 //   swift run -c release wsload-bench metrics [--scenarios 3] [--steps 8] [--samples 100000]
 //   swift run -c release wsload-bench handshake [--rounds 100000]
+//   swift run -c release wsload-bench flow [--rounds 1000000]
 //   wsload-bench echo-server            (internal: the peer process the runtime benchmark drives)
 import Foundation
 import Runtime
@@ -46,9 +47,11 @@ case "metrics":
                      samples: option("--samples", default: 100_000)).run()
 case "handshake":
     HandshakeBenchmark(rounds: option("--rounds", default: 100_000)).run()
+case "flow":
+    try FlowBenchmark(rounds: option("--rounds", default: 1_000_000)).run()
 case "echo-server":
     try await runEchoServer()
 default:
-    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket|histogram|metrics|handshake [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both] [--loops N] [--rounds N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: wsload-bench runtime|websocket|histogram|metrics|handshake|flow [--connections N] [--idle N] [--seconds S] [--peer embedded|node|both] [--api receive|events|both] [--loops N] [--rounds N]\n".utf8))
     exit(64)
 }

@@ -53,7 +53,12 @@ private struct JSONParser {
     }
 
     mutating func skipWhitespace() {
-        while position < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[position]) { position += 1 }
+        while position < bytes.count {
+            switch bytes[position] {
+            case 0x20, 0x09, 0x0A, 0x0D: position += 1
+            default: return
+            }
+        }
     }
 
     func describeCurrent() -> String {
@@ -154,17 +159,28 @@ private struct JSONParser {
         }
     }
 
+    /// The UTF-8 of `bytes[range]` as a string; nil if it is not valid UTF-8. Decoded from contiguous storage
+    /// (`String(validating:)` instantiates generic metadata on every call); text that needed repair differs from
+    /// its input, which is how invalid UTF-8 is told.
+    func text(_ range: Range<Int>) -> String? {
+        bytes.withUnsafeBufferPointer { buffer in
+            let run = UnsafeBufferPointer(rebasing: buffer[range])
+            let decoded = String(decoding: run, as: UTF8.self)
+            return run.allSatisfy({ $0 < 0x80 }) || decoded.utf8.elementsEqual(run) ? decoded : nil
+        }
+    }
+
+    /// A string: the bytes up to the closing quote, validated once when no escape interrupts them (the common
+    /// case); with escapes, each raw run is validated (an error names its offset) and appended.
     mutating func parseString() throws(JSONSyntaxError) -> String {
         let start = position
         position += 1
-        var scalars = String.UnicodeScalarView()
         var runStart = position
+        var result = ""
         func flushRun(_ end: Int) throws(JSONSyntaxError) {
             guard runStart < end else { return }
-            guard let text = String(validating: bytes[runStart..<end], as: UTF8.self) else {
-                throw error("invalid UTF-8 in a string", at: runStart)
-            }
-            scalars.append(contentsOf: text.unicodeScalars)
+            guard let run = text(runStart..<end) else { throw error("invalid UTF-8 in a string", at: runStart) }
+            if result.isEmpty { result = run } else { result += run }  // the first run is taken as it is
         }
         while position < bytes.count {
             let byte = bytes[position]
@@ -172,25 +188,27 @@ private struct JSONParser {
             case UInt8(ascii: "\""):
                 try flushRun(position)
                 position += 1
-                return String(scalars)
+                return result
             case UInt8(ascii: "\\"):
                 try flushRun(position)
                 position += 1
                 guard position < bytes.count else { break }
                 let escape = bytes[position]
                 position += 1
+                let scalar: Unicode.Scalar
                 switch escape {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
-                case UInt8(ascii: "u"): scalars.append(try parseUnicodeEscape())
+                case UInt8(ascii: "\""): scalar = "\""
+                case UInt8(ascii: "\\"): scalar = "\\"
+                case UInt8(ascii: "/"): scalar = "/"
+                case UInt8(ascii: "b"): scalar = "\u{08}"
+                case UInt8(ascii: "f"): scalar = "\u{0C}"
+                case UInt8(ascii: "n"): scalar = "\n"
+                case UInt8(ascii: "r"): scalar = "\r"
+                case UInt8(ascii: "t"): scalar = "\t"
+                case UInt8(ascii: "u"): scalar = try parseUnicodeEscape()
                 default: throw error("invalid escape '\\\(Character(Unicode.Scalar(escape)))'", at: position - 2)
                 }
+                result.unicodeScalars.append(scalar)
                 runStart = position
             case 0..<0x20:
                 throw error("control character 0x\(String(byte, radix: 16)) in a string (escape it)")

@@ -36,6 +36,37 @@ struct JSONTests {
         }
     }
 
+    @Test("strings: raw UTF-8 is validated run by run around escapes, and invalid bytes name the run's offset",
+          arguments: [
+              ([0x22, 0x61, 0x62, 0xFF, 0x63, 0x22], 1),  // a stray byte
+              ([0x22, 0xF0, 0x9F, 0x98, 0x22], 1),  // a truncated 4-byte sequence (repaired, it is as long)
+              ([0x22, 0xC0, 0xAF, 0x22], 1),  // an overlong '/'
+              ([0x22, 0xED, 0xA0, 0x80, 0x22], 1),  // an encoded surrogate
+              ([0x22, 0x61, 0x5C, 0x6E, 0x62, 0xC3, 0x22], 4),  // after an escape: the run that follows it
+              ([0x22, 0x9F, 0x5C, 0x6E, 0x22], 1),  // before an escape: a lone continuation byte
+          ] as [([UInt8], Int)])
+    func invalidUTF8(bytes: [UInt8], offset: Int) {
+        do {
+            _ = try JSONValue(parsing: bytes)
+            Issue.record("parsed: \(bytes)")
+        } catch {
+            #expect(error.offset == offset && error.reason == "invalid UTF-8 in a string", "\(error)")
+        }
+    }
+
+    @Test("strings: raw and escaped text in any order decode to the same scalars")
+    func stringRuns() throws {
+        let cases: [(String, String)] = [
+            (#""""#, ""), (#""plain""#, "plain"), (#""é😀""#, "é😀"), (#""\u00e9""#, "é"),
+            (#""é\u00e9😀\n""#, "éé😀\n"), (#""\"quoted\" and \\ back""#, "\"quoted\" and \\ back"),
+            (#""a\tb\/c""#, "a\tb/c"), (#""\ud83d\ude00x""#, "😀x"),
+        ]
+        for (text, expected) in cases {
+            #expect(try JSONValue(parsing: text).stringValue == expected, "\(text)")
+            #expect(try JSONValue(parsing: Array(text.utf8)).stringValue == expected, "\(text) as bytes")
+        }
+    }
+
     @Test("nesting beyond the limit is refused, not recursed into")
     func depthLimit() {
         let deep = String(repeating: "[", count: 100_000)

@@ -52,31 +52,42 @@ private enum Verdict {
 // The reader, the inbox and the one wait in progress. Messages are buffered in arrival order, so several arriving
 // at once are each seen by the expect they belong to (the capture bug of artillery#3476 cannot happen here).
 extension FlowRun {
-    /// Reads every message until the connection ends; each goes to the waiting expect or into the inbox.
+    /// Reads every message until the connection ends; each goes to the waiting expect or into the inbox. A raw flow's
+    /// messages are offered where they are read (``WebSocketManager/receiveEach(_:)``: the reader's task stays parked,
+    /// and only the step that waited is woken); a preset's frames may need a reply written, so its reader reads them.
     func read(_ manager: isolated WebSocketManager) async -> VirtualUser.Ending {
         defer { readerEnded() }
-        while true {
-            let message: WebSocketConnection.Message
-            do {
-                message = try await manager.receive()
-            } catch {
-                if isStopRequested || latch.isStopped(id) { return .stopped }
-                if error.code != .notConnected { recorder.recordError(error.code) }
-                return isClosingOnPurpose ? .finished : .dropped
+        do throws(WebSocketClientError) {
+            if flow.scenario.preset == .raw {
+                try await manager.receiveEach { _, message throws(WebSocketClientError) in
+                    self.offer(self.arrived(message))
+                    return true
+                }
             }
-            recorder.messagesReceived += 1
-            recorder.bytesReceived += UInt64(message.byteCount)
-            let flowMessage: FlowMessage = switch message {
-            case .text(let text): .text(text)
-            case .binary(let bytes): .binary(bytes)
+            while true {
+                let item = arrived(try await manager.receive())
+                switch flow.scenario.preset {
+                case .socketio: await socketIOFrame(manager, item)
+                case .graphqlWS: await graphQLFrame(manager, item)
+                case .raw: offer(item)
+                }
             }
-            let item = FlowItem(message: ParsedMessage(flowMessage), arrival: clock.now, byteCount: message.byteCount)
-            switch flow.scenario.preset {
-            case .socketio: await socketIOFrame(manager, item)
-            case .graphqlWS: await graphQLFrame(manager, item)
-            case .raw: offer(item)
-            }
+        } catch {
+            if isStopRequested || latch.isStopped(id) { return .stopped }
+            if error.code != .notConnected { recorder.recordError(error.code) }
+            return isClosingOnPurpose ? .finished : .dropped
         }
+    }
+
+    /// A message read: counted, and made the inbox's item.
+    private func arrived(_ message: WebSocketConnection.Message) -> FlowItem {
+        recorder.messagesReceived += 1
+        recorder.bytesReceived += UInt64(message.byteCount)
+        let flowMessage: FlowMessage = switch message {
+        case .text(let text): .text(text)
+        case .binary(let bytes): .binary(bytes)
+        }
+        return FlowItem(message: ParsedMessage(flowMessage), arrival: clock.now, byteCount: message.byteCount)
     }
 
     /// A message arrived: a waiting expect sees it at once (no second scan when it matches); otherwise it waits

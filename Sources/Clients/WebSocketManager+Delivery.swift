@@ -39,14 +39,16 @@ extension WebSocketManager {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 delivery.park(continuation)
+                // Called per read: `loopCallback`, not `assumeIsolated` in the handler (two allocations per call).
+                let readable = loopCallback { delivery.readable($0) }
                 let isSet: Bool
                 do {
-                    isSet = try stream.setReadableHandler { [self] in assumeIsolated { delivery.readable($0) } }
+                    isSet = try stream.setReadableHandler(readable)
                 } catch {
                     return delivery.handOver()  // the stream is failing: receive() meets its failure
                 }
                 guard isSet else { return delivery.handOver(.unsupported) }
-                assumeIsolated { delivery.readable($0) }  // what arrived before the handler was set
+                readable()  // what arrived before the handler was set
             }
         } onCancel: {
             stream.cancelReads()

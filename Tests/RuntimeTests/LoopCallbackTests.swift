@@ -1,0 +1,58 @@
+import Runtime
+import TestSupport
+import Testing
+
+/// An actor run by one loop, as the connection managers are.
+private actor Tally: LoopBoundActor {
+    nonisolated let loop: EventLoop
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    private(set) var count = 0
+    private(set) var offLoop = 0
+
+    init(loop: EventLoop) { self.loop = loop }
+
+    func bump() {
+        if !loop.inLoopThread { offLoop += 1 }
+        count += 1
+    }
+
+    private var timer: LoopTimer?
+    private var remaining = 0
+
+    /// Bumps `times` times from a timer's callback made by `loopCallback`, re-armed from inside the callback.
+    func bumpFromTimer(times: Int) {
+        remaining = times
+        timer = LoopTimer(on: loop, loopCallback { $0.fired() })
+        timer?.schedule(after: .zero)
+    }
+
+    private func fired() {
+        bump()
+        remaining -= 1
+        if remaining > 0 { timer?.schedule(after: .zero) } else { timer = nil }  // the last lets the timer go
+    }
+}
+
+@Suite("Loop callbacks entering a loop-bound actor", .timeLimit(.minutes(1)))
+struct LoopCallbackTests {
+    @Test("a callback made by loopCallback runs isolated to the actor on its loop, once per call, from a timer")
+    func timerCallback() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            let tally = Tally(loop: group.loops[0])
+            await tally.bumpFromTimer(times: 100)
+            try await Deadline.waitUntil("100 bumps") { await tally.count == 100 }
+            #expect(await tally.count == 100)
+            #expect(await tally.offLoop == 0)
+        }
+    }
+
+    @Test("called off the loop's thread, a loop callback traps (the check assumeIsolated makes)")
+    func trapsOffLoop() async {
+        await #expect(processExitsWith: .failure) {
+            let group = try EventLoopGroup(loopCount: 1)
+            let tally = Tally(loop: group.loops[0])
+            let callback = tally.loopCallback { $0.bump() }
+            callback()  // on the test's thread, not the loop's
+        }
+    }
+}

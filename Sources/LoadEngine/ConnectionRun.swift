@@ -192,9 +192,13 @@ final class ConnectionRun: @unchecked Sendable {
             // Encoding a number and two strings cannot fail (no floats, no custom encoders).
             return .text(String(decoding: (try? TypedEnvelope.encoder.encode(envelope)) ?? Data(), as: UTF8.self))
         }
-        var bytes = Array(plan.filler.prefix(max(size, headerSize)))
-        EchoPayload.stamp(&bytes, sequence: sequence, intendedNanoseconds: intended, isText: isText)
-        return isText ? .text(String(decoding: bytes, as: UTF8.self)) : .binary(bytes)
+        let count = max(size, headerSize)
+        if isText {
+            return .text(EchoPayload.text(count: count, filler: plan.filler, sequence: sequence, intendedNanoseconds: intended))
+        }
+        var bytes = Array(plan.filler.prefix(count))
+        EchoPayload.stamp(&bytes, sequence: sequence, intendedNanoseconds: intended, isText: false)
+        return .binary(bytes)
     }
 
     /// The next request, counted as outstanding before it is written (so a stop that looks meanwhile waits for its

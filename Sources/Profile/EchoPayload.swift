@@ -20,6 +20,21 @@ package enum EchoPayload {
         }
     }
 
+    /// A text message of `count` bytes: the header as hex, then `filler`'s bytes after it (ASCII: the rest is the
+    /// filler as it is), built in the string's own storage — one allocation, where stamping an array and decoding
+    /// it into a string took two. `count` must be at least twice `headerSize` and at most `filler.count`.
+    package static func text(count: Int, filler: [UInt8], sequence: UInt64, intendedNanoseconds: UInt64) -> String {
+        precondition(count >= 2 * headerSize && count <= filler.count, "an echo text message is 32 to filler.count bytes")
+        return String(unsafeUninitializedCapacity: count) { buffer in
+            filler.withUnsafeBufferPointer { source in
+                _ = buffer.initialize(fromContentsOf: UnsafeBufferPointer(rebasing: source[..<count]))
+            }
+            writeHex(sequence, into: buffer, at: 0)
+            writeHex(intendedNanoseconds, into: buffer, at: 16)
+            return count
+        }
+    }
+
     /// Reads the header back; nil if the message is too short or (text) not hex.
     package static func read(_ message: some Collection<UInt8>, isText: Bool) -> (sequence: UInt64, intendedNanoseconds: UInt64)? {
         // Contiguous messages (arrays, native strings' UTF-8) are read in place: no array per reply.
@@ -83,8 +98,13 @@ package enum EchoPayload {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     private static func writeHex(_ value: UInt64, into message: inout [UInt8], at offset: Int) {
+        message.withUnsafeMutableBufferPointer { writeHex(value, into: $0, at: offset) }
+    }
+
+    private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {
+        precondition(offset >= 0 && offset + 16 <= buffer.count, "the header lies inside the message")
         for index in 0..<16 {
-            message[offset + index] = hexDigits[Int((value >> (60 - 4 * UInt64(index))) & 0xf)]
+            buffer[offset + index] = hexDigits[Int((value >> (60 - 4 * UInt64(index))) & 0xf)]
         }
     }
 

@@ -48,6 +48,17 @@ struct ScheduleTests {
             }
         }
         #expect(isText ? EchoPayload.read(bad, isText: true) == nil : EchoPayload.read(bad, isText: false) != nil)
+        if isText {
+            // Built in the string's storage: the same text as a stamped array decoded, for the shortest and a longer size.
+            let filler = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+            for count in [32, 45] {
+                var stamped = Array(filler.prefix(count))
+                EchoPayload.stamp(&stamped, sequence: 0x0102_0304_0506_0708, intendedNanoseconds: 0xFFEE_DDCC_BBAA_9988, isText: true)
+                let text = EchoPayload.text(count: count, filler: filler, sequence: 0x0102_0304_0506_0708,
+                                            intendedNanoseconds: 0xFFEE_DDCC_BBAA_9988)
+                #expect(text == String(decoding: stamped, as: UTF8.self) && text.utf8.count == count)
+            }
+        }
     }
 
     @Test("durations parse and print the way people write them")

@@ -39,8 +39,8 @@ extension WebSocketManager {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 delivery.park(continuation)
-                // Called per read: `loopCallback`, not `assumeIsolated` in the handler (two allocations per call).
-                let readable = loopCallback { delivery.readable($0) }
+                // Called per read: `isolatedCallback`, not `assumeIsolated` in the handler (two allocations per call).
+                let readable = isolatedCallback { delivery.readable($0) }
                 let isSet: Bool
                 do {
                     isSet = try stream.setReadableHandler(readable)

@@ -14,7 +14,7 @@ import WebSocketIO
 /// The pieces live by idea: the opening handshake in `WebSocketManager+Handshake.swift`, the read side
 /// (both modes, over the shared `WebSocketChannel` read loop) in `+Reading`, sending in `+Sending`, pings in
 /// `+Heartbeats`, the closing handshake in `+Closing`.
-package actor WebSocketManager: LoopBoundActor {
+package actor WebSocketManager {
     /// What happened on the connection.
     package enum Event: Sendable {
         /// The handshake completed (a valid 101); carries the negotiated subprotocol.

@@ -4,7 +4,7 @@ import WebSocket
 
 /// What falls due on a clock while the connection's one task reads: pings and their pong deadlines, the open model's
 /// timetable, the think time between closed-model requests, and the run's stop. Each is a ``LoopTimer`` (or the
-/// latch's stop hook) whose callback runs on the loop thread, enters the manager's isolation (`loopCallback`: the
+/// latch's stop hook) whose callback runs on the loop thread, enters the manager's isolation (`isolatedCallback`: the
 /// check `assumeIsolated` makes, without its two allocations per call), and writes without waiting
 /// (`…WithoutWaiting`): no task, no libuv timer and no continuation per deadline.
 extension ConnectionRun {
@@ -12,8 +12,8 @@ extension ConnectionRun {
     /// and the stop hook (run at once when the run stopped this client already).
     func startTimers(_ manager: isolated WebSocketManager) {
         if let interval = plan.websocket.pingInterval {
-            pingTimer = LoopTimer(on: loop, manager.loopCallback { [unowned self] in self.pingDue($0) })
-            pongDeadline = LoopTimer(on: loop, manager.loopCallback { [unowned self] in self.pongOverdue($0) })
+            pingTimer = LoopTimer(on: loop, manager.isolatedCallback { [unowned self] in self.pingDue($0) })
+            pongDeadline = LoopTimer(on: loop, manager.isolatedCallback { [unowned self] in self.pongOverdue($0) })
             manager.pongObserver = { [unowned self] id, roundTrip in self.didReceivePong(id: id, roundTrip: roundTrip) }
             pingTimer?.schedule(after: interval)
         }
@@ -23,17 +23,17 @@ extension ConnectionRun {
                 slotInterval = UInt64(max(1, (1e9 / rate).rounded()))
                 nextSlot = clock.now.nanoseconds + UInt64.random(in: 0..<slotInterval, using: &random)
                 isPacing = true
-                sendTimer = LoopTimer(on: loop, manager.loopCallback { [unowned self] in self.slotsDue($0) })
+                sendTimer = LoopTimer(on: loop, manager.isolatedCallback { [unowned self] in self.slotsDue($0) })
                 sendTimer?.schedule(at: LoopClock.Instant(nanoseconds: nextSlot))
             case .closed(let think) where think > .zero:
                 isPacing = true
-                sendTimer = LoopTimer(on: loop, manager.loopCallback { [unowned self] in self.thinkOver($0) })
+                sendTimer = LoopTimer(on: loop, manager.isolatedCallback { [unowned self] in self.thinkOver($0) })
                 thinkOver(manager)  // the first request goes at once
             case .closed:
                 break  // the reader sends too
             }
         }
-        latch.onStop(id, manager.loopCallback { [unowned self] in self.stopRequested($0) })
+        latch.onStop(id, manager.isolatedCallback { [unowned self] in self.stopRequested($0) })
         if isStopping { stopRequested(manager) }
     }
 

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// An actor run by one loop, as the connection managers are.
-private actor Tally: LoopBoundActor {
+private actor Tally {
     nonisolated let loop: EventLoop
     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     private(set) var count = 0
@@ -19,10 +19,10 @@ private actor Tally: LoopBoundActor {
     private var timer: LoopTimer?
     private var remaining = 0
 
-    /// Bumps `times` times from a timer's callback made by `loopCallback`, re-armed from inside the callback.
+    /// Bumps `times` times from a timer's callback made by `isolatedCallback`, re-armed from inside the callback.
     func bumpFromTimer(times: Int) {
         remaining = times
-        timer = LoopTimer(on: loop, loopCallback { $0.fired() })
+        timer = LoopTimer(on: loop, isolatedCallback { $0.fired() })
         timer?.schedule(after: .zero)
     }
 
@@ -33,9 +33,9 @@ private actor Tally: LoopBoundActor {
     }
 }
 
-@Suite("Loop callbacks entering a loop-bound actor", .timeLimit(.minutes(1)))
-struct LoopCallbackTests {
-    @Test("a callback made by loopCallback runs isolated to the actor on its loop, once per call, from a timer")
+@Suite("Callbacks entering a loop-bound actor (isolatedCallback)", .timeLimit(.minutes(1)))
+struct IsolatedCallbackTests {
+    @Test("a callback made by isolatedCallback runs isolated to the actor on its loop, once per call, from a timer")
     func timerCallback() async throws {
         try await withLoopGroup(loopCount: 1) { group in
             let tally = Tally(loop: group.loops[0])
@@ -46,12 +46,12 @@ struct LoopCallbackTests {
         }
     }
 
-    @Test("called off the loop's thread, a loop callback traps (the check assumeIsolated makes)")
+    @Test("called off the loop's thread, an isolated callback traps (the check assumeIsolated makes)")
     func trapsOffLoop() async {
         await #expect(processExitsWith: .failure) {
             let group = try EventLoopGroup(loopCount: 1)
             let tally = Tally(loop: group.loops[0])
-            let callback = tally.loopCallback { $0.bump() }
+            let callback = tally.isolatedCallback { $0.bump() }
             callback()  // on the test's thread, not the loop's
         }
     }

@@ -16,6 +16,15 @@ private actor Tally {
         count += 1
     }
 
+    /// ``bump()`` by `times` on another tally of the same loop, from this one's isolation.
+    static let bumpOnThisLoop = isolatedFunction { (tally: isolated Tally, times: Int) in
+        for _ in 0..<times { tally.bump() }
+    }
+
+    func bump(_ other: Tally, times: Int) {
+        Self.bumpOnThisLoop(other, times)
+    }
+
     private var timer: LoopTimer?
     private var remaining = 0
 
@@ -43,6 +52,21 @@ struct IsolatedCallbackTests {
             try await Deadline.waitUntil("100 bumps") { await tally.count == 100 }
             #expect(await tally.count == 100)
             #expect(await tally.offLoop == 0)
+        }
+    }
+
+    @Test("isolatedFunction: one actor enters another of its loop with an argument, and it traps off the loop")
+    func functionAcrossActors() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            let (first, second) = (Tally(loop: group.loops[0]), Tally(loop: group.loops[0]))
+            await first.bump(second, times: 7)
+            #expect(await second.count == 7)
+            #expect(await first.count == 0)
+            #expect(await second.offLoop == 0)
+        }
+        await #expect(processExitsWith: .failure) {
+            let group = try EventLoopGroup(loopCount: 1)
+            Tally.bumpOnThisLoop(Tally(loop: group.loops[0]), 1)  // on the test's thread, not the loop's
         }
     }
 

@@ -57,8 +57,7 @@ struct FlowBenchmark {
         for _ in 0..<min(rounds, 10_000) { body() }  // warm up
         let started = ContinuousClock.now
         for _ in 0..<rounds { body() }
-        let elapsed = ContinuousClock.now - started
-        let nanoseconds = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+        let nanoseconds = (ContinuousClock.now - started).figureNanoseconds
         print("\(name): \(String(format: "%.0f", nanoseconds / Double(rounds))) ns per message (\(rounds) rounds)")
     }
 }

@@ -56,7 +56,6 @@ struct HandshakeBenchmark {
     }
 
     private func format(_ duration: Duration, _ count: Int) -> String {
-        let nanoseconds = Double(duration.components.seconds) * 1e9 + Double(duration.components.attoseconds) / 1e9
-        return String(format: "%.2f", nanoseconds / Double(count) / 1_000)
+        String(format: "%.2f", duration.figureNanoseconds / Double(count) / 1_000)
     }
 }

@@ -51,7 +51,6 @@ struct HistogramBenchmark {
     }
 
     private func format(_ duration: Duration, per count: Int, unit: Double = 1) -> String {
-        let nanoseconds = Double(duration.components.seconds) * 1e9 + Double(duration.components.attoseconds) / 1e9
-        return String(format: "%.2f", nanoseconds / Double(count) / unit)
+        String(format: "%.2f", duration.figureNanoseconds / Double(count) / unit)
     }
 }

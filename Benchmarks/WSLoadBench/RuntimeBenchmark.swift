@@ -73,7 +73,7 @@ struct RuntimeBenchmark {
             await relay.release()
             await tasks.next()
         }
-        let elapsed = seconds(ContinuousClock.now - start)
+        let elapsed = (ContinuousClock.now - start).figureSeconds
         let cpu = processCPUSeconds() - cpuStart
         print(String(format: "executor: %.2f M jobs/s (continuation hand-offs on one loop, %.2f CPU-s)",
                      Double(rounds) / elapsed / 1e6, cpu))
@@ -108,7 +108,7 @@ struct RuntimeBenchmark {
             for try await part in tasks { all += part }
             return all
         }
-        let elapsed = seconds(ContinuousClock.now - start)
+        let elapsed = (ContinuousClock.now - start).figureSeconds
         print(String(format: "connect: %d connections in %.3f s = %.0f connections/s", connections.count, elapsed,
                      Double(connections.count) / elapsed))
         for connection in connections { connection.close() }
@@ -155,7 +155,7 @@ struct RuntimeBenchmark {
             for try await count in tasks { total += count }
             return total
         }
-        let elapsed = seconds(ContinuousClock.now - start)
+        let elapsed = (ContinuousClock.now - start).figureSeconds
         let cpu = processCPUSeconds() - cpuStart
         print(String(format: "echo: %d connections, 64 B: %.0f round trips/s, %.0f per client CPU-second (%.2f CPU-s in %.2f s)",
                      connections.count, Double(roundTrips) / elapsed, Double(roundTrips) / cpu, cpu, elapsed))
@@ -191,10 +191,6 @@ struct RuntimeBenchmark {
                      count, Double(after - before) / 1_048_576, Double(after - before) / Double(count) / 1024))
         holder.cancel()
         _ = try? await holder.value
-    }
-
-    private func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 

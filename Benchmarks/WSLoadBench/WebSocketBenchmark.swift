@@ -171,7 +171,7 @@ struct WebSocketBenchmark {
             return (total, samples, elapsed, cpu)
         }
         let (total, samples, elapsed, cpu) = results
-        let wall = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let wall = elapsed.figureSeconds
         let sorted = samples.sorted()
         func percentile(_ p: Double) -> Double {
             guard !sorted.isEmpty else { return 0 }

@@ -10,8 +10,7 @@ package enum EchoPayload {
     /// twice that for text). The rest of the message is left as it is (the filler).
     package static func stamp(_ message: inout [UInt8], sequence: UInt64, intendedNanoseconds: UInt64, isText: Bool) {
         if isText {
-            writeHex(sequence, into: &message, at: 0)
-            writeHex(intendedNanoseconds, into: &message, at: 16)
+            message.withUnsafeMutableBufferPointer { writeTextHeader(sequence, intendedNanoseconds, into: $0) }
         } else {
             for index in 0..<8 {
                 message[index] = UInt8(truncatingIfNeeded: sequence >> (56 - 8 * UInt64(index)))
@@ -29,8 +28,7 @@ package enum EchoPayload {
             filler.withUnsafeBufferPointer { source in
                 _ = buffer.initialize(fromContentsOf: UnsafeBufferPointer(rebasing: source[..<count]))
             }
-            writeHex(sequence, into: buffer, at: 0)
-            writeHex(intendedNanoseconds, into: buffer, at: 16)
+            writeTextHeader(sequence, intendedNanoseconds, into: buffer)
             return count
         }
     }
@@ -97,8 +95,11 @@ package enum EchoPayload {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    private static func writeHex(_ value: UInt64, into message: inout [UInt8], at offset: Int) {
-        message.withUnsafeMutableBufferPointer { writeHex(value, into: $0, at: offset) }
+    /// The text header: the sequence, then the intended time, each as 16 lowercase hex digits.
+    private static func writeTextHeader(_ sequence: UInt64, _ intendedNanoseconds: UInt64,
+                                        into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        writeHex(sequence, into: buffer, at: 0)
+        writeHex(intendedNanoseconds, into: buffer, at: 16)
     }
 
     private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at offset: Int) {

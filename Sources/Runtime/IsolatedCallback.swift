@@ -16,9 +16,7 @@ extension Actor {
             plain(self)
         }
     }
-}
 
-extension Actor {
     /// `body` as a plain function of an actor and an argument that enters that actor's isolation, checked as
     /// ``isolatedCallback(_:)`` checks it: for a call made per message into *another* actor known to share the
     /// caller's executor (a broadcast to the sessions on one loop), where `assumeIsolated` with a closure capturing

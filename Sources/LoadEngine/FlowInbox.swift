@@ -173,6 +173,7 @@ extension FlowRun {
     }
 
     /// An expect: the inbox first, from its front, then the messages as they arrive, until `within`.
+    @inline(__always)
     func awaitMessage(_ manager: isolated WebSocketManager, _ want: FlowWant, within: Duration) async -> WaitOutcome {
         waitSkipped = 0
         let scansAfterClose = faults?.scansInboxAfterClose() == true
@@ -191,6 +192,7 @@ extension FlowRun {
     }
 
     /// Waits until `deadline` (a think, a pacing wait); messages arriving meanwhile go to the inbox.
+    @inline(__always)
     func pause(_ manager: isolated WebSocketManager, until deadline: LoopClock.Instant) async -> FlowControl {
         guard clock.now < deadline else { return .next }
         switch await wait(manager, until: deadline, expecting: nil, onDeadline: .elapsed) {
@@ -205,6 +207,7 @@ extension FlowRun {
     /// The deadline timer is lazy: one stays armed across waits, and a wait whose deadline is no earlier than the
     /// armed one's keeps it (when it fires early for this wait it re-arms for the rest), so an expect that matches
     /// in time costs no timer of its own.
+    @inline(__always)
     func wait(_ manager: isolated WebSocketManager, until deadline: LoopClock.Instant,
               expecting expectation: FlowWant?, onDeadline: WaitOutcome) async -> WaitOutcome {
         if isReaderDone { return .closed }

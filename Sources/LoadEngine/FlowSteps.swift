@@ -8,6 +8,7 @@ import WebSocket
 // The timed steps: expect, loop (with open-model pacing), ping; and the preset steps' entry.
 extension FlowRun {
     /// An expect: its latency from the preceding send (or its mark) to the matching message's arrival.
+    @inline(__always)
     func expect(_ manager: isolated WebSocketManager, _ expectation: FlowExpectation, nameIndex: Int?) async -> FlowControl {
         let from = expectation.from.flatMap { state.marks[$0] } ?? reference
         switch await awaitMessage(manager, .message(expectation), within: expectation.within) {
@@ -75,7 +76,7 @@ extension FlowRun {
             let waitsBefore = waitSerial
             let control = await run(manager, children, resume: &resume)
             guard control == .next else { return control }
-            await yieldUnlessWaited(since: waitsBefore)
+            await yieldUnlessWaited(manager, since: waitsBefore)
             iteration += 1
         }
     }

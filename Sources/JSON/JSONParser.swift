@@ -11,25 +11,39 @@ extension JSONValue {
     /// Parses a complete JSON document (RFC 8259). Duplicate keys are errors (a profile that says a thing
     /// twice is ambiguous), as is anything after the value.
     /// - Parameter maximumDepth: nesting beyond this is refused rather than recursed into.
+    /// Reads contiguous input (an array, a native string's UTF-8) in place; other collections are copied first.
     package init(parsing bytes: some Collection<UInt8>, maximumDepth: Int = 256) throws(JSONSyntaxError) {
-        var parser = JSONParser(bytes: Array(bytes), maximumDepth: maximumDepth)
-        self = try parser.parseDocument()
+        let parsed = bytes.withContiguousStorageIfAvailable { JSONParser.parse($0, maximumDepth: maximumDepth) }
+            ?? Array(bytes).withUnsafeBufferPointer { JSONParser.parse($0, maximumDepth: maximumDepth) }
+        self = try parsed.get()
     }
 
     package init(parsing text: String, maximumDepth: Int = 256) throws(JSONSyntaxError) {
-        try self.init(parsing: Array(text.utf8), maximumDepth: maximumDepth)
+        try self.init(parsing: text.utf8, maximumDepth: maximumDepth)
     }
 }
 
+/// A parser over borrowed bytes: every read is behind a check of `position` against `bytes.count` (the buffer's
+/// subscript does not check in release builds; the JSON fuzz target runs under AddressSanitizer).
 private struct JSONParser {
-    let bytes: [UInt8]
+    let bytes: UnsafeBufferPointer<UInt8>
     let maximumDepth: Int
     var position = 0
     var depth = 0
 
-    init(bytes: [UInt8], maximumDepth: Int) {
+    init(bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) {
         self.bytes = bytes
         self.maximumDepth = maximumDepth
+    }
+
+    /// The document in `bytes` (which must stay valid for the call only: the value holds none of them).
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int) -> Result<JSONValue, JSONSyntaxError> {
+        var parser = JSONParser(bytes: bytes, maximumDepth: maximumDepth)
+        do throws(JSONSyntaxError) {
+            return .success(try parser.parseDocument())
+        } catch {
+            return .failure(error)
+        }
     }
 
     func error(_ reason: String, at offset: Int? = nil) -> JSONSyntaxError {
@@ -45,7 +59,7 @@ private struct JSONParser {
     }
 
     mutating func parseDocument() throws(JSONSyntaxError) -> JSONValue {
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { position = 3 }
+        if bytes.count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF { position = 3 }  // a BOM
         let value = try parseValue()
         skipWhitespace()
         guard position == bytes.count else { throw error("unexpected \(describeCurrent()) after the document") }
@@ -83,9 +97,8 @@ private struct JSONParser {
     }
 
     mutating func parseLiteral(_ word: String, _ value: JSONValue) throws(JSONSyntaxError) -> JSONValue {
-        let expected = Array(word.utf8)
-        guard bytes[position...].starts(with: expected) else { throw error("expected '\(word)'") }
-        position += expected.count
+        guard bytes[position...].starts(with: word.utf8) else { throw error("expected '\(word)'") }
+        position += word.utf8.count
         return value
     }
 
@@ -117,8 +130,10 @@ private struct JSONParser {
             }
             position += 1
             let value = try parseValue()
-            guard object[key] == nil else { throw error("the key \"\(key)\" appears twice", at: keyOffset) }
-            object[key] = value
+            if object.isEmpty { object.reserveCapacity(4) }  // a message's few members in one allocation
+            guard object.appendIfAbsent(key, value) else {
+                throw error("the key \"\(key)\" appears twice", at: keyOffset)
+            }
             skipWhitespace()
             guard position < bytes.count else { throw error("unterminated object: expected ',' or '}'") }
             if bytes[position] == UInt8(ascii: ",") {
@@ -163,11 +178,9 @@ private struct JSONParser {
     /// (`String(validating:)` instantiates generic metadata on every call); text that needed repair differs from
     /// its input, which is how invalid UTF-8 is told.
     func text(_ range: Range<Int>) -> String? {
-        bytes.withUnsafeBufferPointer { buffer in
-            let run = UnsafeBufferPointer(rebasing: buffer[range])
-            let decoded = String(decoding: run, as: UTF8.self)
-            return run.allSatisfy({ $0 < 0x80 }) || decoded.utf8.elementsEqual(run) ? decoded : nil
-        }
+        let run = UnsafeBufferPointer(rebasing: bytes[range])
+        let decoded = String(decoding: run, as: UTF8.self)
+        return run.allSatisfy({ $0 < 0x80 }) || decoded.utf8.elementsEqual(run) ? decoded : nil
     }
 
     /// A string: the bytes up to the closing quote, validated once when no escape interrupts them (the common
@@ -279,6 +292,13 @@ private struct JSONParser {
                 position += 1
             }
             guard digits() > 0 else { throw error("expected digits in the exponent") }
+        }
+        if position - integerStart == integerDigits && integerDigits <= 18 {
+            // An integer of up to 18 digits fits an Int64, and converting that rounds to the nearest Double as
+            // reading the text does: its digits, without a String or strtod.
+            var magnitude: Int64 = 0
+            for byte in bytes[integerStart..<position] { magnitude = magnitude &* 10 &+ Int64(byte &- UInt8(ascii: "0")) }
+            return .number(start == integerStart ? Double(magnitude) : -Double(magnitude))
         }
         let text = String(decoding: bytes[start..<position], as: UTF8.self)
         guard let value = Double(text), value.isFinite else { throw error("the number \(text) is out of range", at: start) }

@@ -69,12 +69,7 @@ package struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
                 if let existing = position(of: key) {
                     storage[existing].value = newValue
                 } else {
-                    storage.append((key, newValue))
-                    if index != nil {
-                        index![key] = storage.count - 1
-                    } else if storage.count > Self.indexThreshold {
-                        index = Self.index(of: storage)
-                    }
+                    append(key, newValue)
                 }
             } else if let existing = position(of: key) {
                 storage.remove(at: existing)
@@ -82,6 +77,26 @@ package struct JSONObject: Sendable, Equatable, ExpressibleByDictionaryLiteral {
             }
         }
     }
+
+    /// Appends a member unless `key` is there already (then nothing changes): false for a duplicate.
+    package mutating func appendIfAbsent(_ key: String, _ value: JSONValue) -> Bool {
+        guard position(of: key) == nil else { return false }
+        append(key, value)
+        return true
+    }
+
+    /// Appends a member whose key is not there yet.
+    private mutating func append(_ key: String, _ value: JSONValue) {
+        storage.append((key, value))
+        if index != nil {
+            index![key] = storage.count - 1
+        } else if storage.count > Self.indexThreshold {
+            index = Self.index(of: storage)
+        }
+    }
+
+    /// Room for `count` members without reallocating.
+    package mutating func reserveCapacity(_ count: Int) { storage.reserveCapacity(count) }
 
     /// The keys in order.
     package var keys: [String] { storage.map(\.key) }

@@ -14,6 +14,11 @@ struct JSONTests {
         #expect(compact == #"{"b":[1,-2.5,300,true,false,null],"a":{"z":"x\nyé😀","y":{}},"c":[]}"#)
         #expect(try JSONValue(parsing: value.formatted()) == value)
         #expect(JSONValue.string("\u{01}\"\\").formatted() == #""\u0001\"\\""#)
+        // One character to escape, alone in plain text: the writer's no-escape run must not take it.
+        for (text, written) in [("a\\b", #""a\\b""#), ("q\"", #""q\"""#), ("\u{7F}", #""\u007f""#), ("tab\t", #""tab\t""#),
+                                ("plain é", #""plain é""#)] {
+            #expect(JSONValue.string(text).formatted() == written, "\(text)")
+        }
     }
 
     @Test("syntax errors name the line and column", arguments: [
@@ -65,6 +70,26 @@ struct JSONTests {
             #expect(try JSONValue(parsing: text).stringValue == expected, "\(text)")
             #expect(try JSONValue(parsing: Array(text.utf8)).stringValue == expected, "\(text) as bytes")
         }
+    }
+
+    @Test("numbers: integers of up to 18 digits read from their digits equal what the text reads as a Double",
+          arguments: ["0", "-0", "7", "-7", "123456", "999999999999999", "-999999999999999", "9007199254740993",
+                      "123456789012345679", "-999999999999999999", "1234567890123456789", "12345678901234567890",
+                      "-1.0", "2.5e3", "1E2", "0.1", "-0.0"])
+    func numbers(text: String) throws {
+        let value = try JSONValue(parsing: text).numberValue
+        #expect(value == Double(text)!, "\(text)")
+        #expect(value?.sign == Double(text)!.sign, "\(text): the sign of zero")
+    }
+
+    @Test("input that is not contiguous (a lazy or reversed collection) parses as its bytes do")
+    func nonContiguousInput() throws {
+        let text = #"{"k": [1, "two", {"three": null}]}"#
+        let reversed = Array(text.utf8.reversed()).reversed()  // a ReversedCollection: no contiguous storage
+        #expect(reversed.withContiguousStorageIfAvailable { _ in true } == nil)
+        #expect(try JSONValue(parsing: reversed) == JSONValue(parsing: text))
+        #expect(try JSONValue(parsing: text.utf8.lazy.map { $0 }) == JSONValue(parsing: text))
+        #expect(throws: JSONSyntaxError.self) { try JSONValue(parsing: "[1,]".utf8.reversed().reversed()) }
     }
 
     @Test("nesting beyond the limit is refused, not recursed into")

@@ -164,6 +164,18 @@ private enum ResolvedValue {
         }
     }
 
+    /// The value as JSON text, as `jsonValue.formatted(pretty: false)` writes it (integers saturated at
+    /// ±(2^53−1)), without building the value.
+    func appendJSON(to text: inout String) {
+        let limit = JSONValue.maximumExactInteger
+        switch self {
+        case .integer(let value): text += String(min(max(value, -limit), limit))
+        case .unsigned(let value): text += String(min(value, UInt64(limit)))
+        case .string(let value): JSONValue.appendQuoted(value, to: &text)
+        case .json(let value): text += value.formatted(pretty: false)
+        }
+    }
+
     func appendText(to text: inout String) {
         switch self {
         case .integer(let value): text += String(value)
@@ -261,7 +273,7 @@ package struct JSONTextTemplate: Sendable {
     /// A run of constant text, or a templated string: exactly one placeholder keeps the value's JSON type.
     private enum Segment: Sendable {
         case text(String)
-        case typed(JSONTemplate)
+        case typed(TemplateValue)
         case string(Template)
     }
 
@@ -288,8 +300,8 @@ package struct JSONTextTemplate: Sendable {
             pending += value.formatted(pretty: false)
         case .string(let text):
             flush(&pending)
-            if text.parts.count == 1, case .value = text.parts[0] {
-                segments.append(.typed(template))
+            if text.parts.count == 1, case .value(let value) = text.parts[0] {
+                segments.append(.typed(value))
             } else {
                 segments.append(.string(text))
             }
@@ -321,15 +333,15 @@ package struct JSONTextTemplate: Sendable {
             switch segment {
             case .text(let text):
                 output += text
-            case .typed(let template):
-                switch template.expand(&scope) {
+            case .typed(let value):
+                switch value.resolve(&scope) {
                 case .failure(let failure): return .failure(failure)
-                case .success(let value): output += value.formatted(pretty: false)
+                case .success(let resolved): resolved.appendJSON(to: &output)
                 }
             case .string(let template):
                 switch template.expand(&scope) {
                 case .failure(let failure): return .failure(failure)
-                case .success(let text): output += JSONValue.string(text).formatted(pretty: false)
+                case .success(let text): JSONValue.appendQuoted(text, to: &output)
                 }
             }
         }

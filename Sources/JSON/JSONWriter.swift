@@ -52,7 +52,17 @@ extension JSONValue {
         return "\(value)"
     }
 
+    /// `value` as a JSON string literal, escaped as ``formatted(pretty:)`` escapes strings, appended to `output`.
+    package static func appendQuoted(_ value: String, to output: inout String) { writeString(value, to: &output) }
+
     private static func writeString(_ value: String, to output: inout String) {
+        // Most strings need no escape: then the text goes in as one run.
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F }) {
+            output += "\""
+            output += value
+            output += "\""
+            return
+        }
         output += "\""
         for scalar in value.unicodeScalars {
             switch scalar {

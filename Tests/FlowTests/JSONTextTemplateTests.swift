@@ -23,6 +23,9 @@ struct JSONTextTemplateTests {
               #"{"only": "${uuid}", "r": "${random.int(1,9)}", "s": "${random.string(5)}", "t": "${now_ms}"}"#,
               #""${text} and ${vu}""#,
               #"{"missing": "${nothing}"}"#,
+              // Typed holes: integers saturated at 2^53-1, a captured string that needs escapes, an object.
+              #"{"wide": "${random.int(-9223372036854775808,9223372036854775807)}", "q": "${text}", "o": "${obj}"}"#,
+              #"["${random.int(9007199254740000,9223372036854775807)}", "${room}", "${nothing2}"]"#,
           ])
     func sameBytes(document: String) throws {
         var scope = TestScope()
@@ -30,5 +33,14 @@ struct JSONTextTemplateTests {
         let (compiled, reference) = try bothWays(document, scope)
         #expect(compiled == reference)
         if !document.contains("nothing") { #expect(compiled != nil) }
+    }
+
+    @Test("typed integer holes saturate at ±(2^53−1), as every integer written to JSON does")
+    func saturatedIntegers() throws {
+        var scope = TestScope()
+        scope.sequence = .max
+        scope.nowMilliseconds = .min
+        let template = JSONTemplate.parse(try JSONValue(parsing: #"["${seq}", "${now_ms}", "${vu}"]"#)).success!
+        #expect(JSONTextTemplate(template).expand(&scope).success == "[9007199254740991,-9007199254740991,7]")
     }
 }

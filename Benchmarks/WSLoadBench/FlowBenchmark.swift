@@ -21,7 +21,7 @@ struct FlowBenchmark {
 
     func run() throws {
         var scope = Scope()
-        let reply = #"{"type":"hello","n":"123456","from":"7","pad":"padding-padding"}"#
+        let reply = #"{"type":"hello","n":123456,"from":7,"pad":"padding-padding"}"#  // what the send expands to
         let jsonTemplate = try JSONTemplate.parse(
             try JSONValue(parsing: #"{"type":"hello","n":"${seq}","from":"${vu}","pad":"padding-padding"}"#)).get()
         let compiled = JSONTextTemplate(jsonTemplate)

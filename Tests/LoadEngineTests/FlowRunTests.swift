@@ -144,6 +144,21 @@ struct FlowRunTests {
         #expect(result.elapsed >= .milliseconds(200), "5 iterations at 20/s span at least 200 ms")
     }
 
+    @Test("sends larger than the socket takes at once (8 MiB): the rest is written under backpressure, each echoed")
+    func sendsUnderBackpressure() async throws {
+        let body = [
+            B.sendText(Template(parts: [.value(.iteration), .literal(String(repeating: "x", count: 8 << 20))])),
+            B.step(.expect(FlowExpectation(matcher: .any, within: .seconds(20))), name: "echo"),
+        ]
+        var loop = FlowLoop(steps: body)
+        loop.count = 3
+        let result = try await run(B.scenario([B.step(.loop(loop))]), connections: 2)
+        let metrics = result.scenarios[0].metrics
+        #expect(metrics.step("echo") == 6 && metrics.errors.isEmpty, "\(metrics.errors)")
+        #expect(metrics.count("ws.bytes_received") == metrics.count("ws.bytes_sent"))
+        #expect(metrics.count("flow.completed") == 2 && result.invariantsHeld, "\(result.invariants)")
+    }
+
     @Test("a loop for a duration with think time, a timed group, a ping, a mark and an if")
     func blocks() async throws {
         var loop = FlowLoop(steps: [B.step(.think(.uniform(.milliseconds(20)...(.milliseconds(40)))))])

@@ -1,4 +1,5 @@
 import COpenSSL
+import Glibc
 
 /// Digests, base64 and secure random bytes from OpenSSL's libcrypto: pure functions, no I/O.
 ///
@@ -88,21 +89,50 @@ public enum Crypto {
     }
 }
 
-/// A `RandomNumberGenerator` backed by OpenSSL's CSPRNG, buffered to amortize the call.
+/// A `RandomNumberGenerator` backed by OpenSSL's CSPRNG (masking keys): drawn from a buffer of the calling thread's,
+/// refilled 4 KiB at a time. A `RAND_bytes` call costs about 1.5 µs whatever its size up to that (OpenSSL 3 fetches
+/// its generator on every call), so one per 512 draws instead of one per 8 (the 64 bytes each connection held
+/// before) spares some 180 ns per message sent, and a connection holds no buffer of its own. The generator is empty,
+/// so copies share the thread's stream; a draw is only ever used on the thread that made it.
 public struct SecureRandomNumberGenerator: RandomNumberGenerator, Sendable {
-    // 64 bytes: eight masking keys per RAND_bytes call, and small enough for 10,000s of connections.
-    private var buffer = [UInt8](repeating: 0, count: 64)
-    private var offset = 64
-
     public init() {}
 
-    public mutating func next() -> UInt64 {
-        if offset + 8 > buffer.count {
-            Crypto.fillRandom(&buffer)
+    public mutating func next() -> UInt64 { ThreadRandomPool.current.next() }
+}
+
+/// One thread's buffered CSPRNG output, found through a pthread key (freed with the thread).
+private final class ThreadRandomPool {
+    static let size = 4096
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
+    private var offset = size
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { pool in
+            guard let pool else { return }
+            Unmanaged<ThreadRandomPool>.fromOpaque(pool).release()
+        }
+        precondition(status == 0, "pthread_key_create failed for the random pool")
+        return key
+    }()
+
+    static var current: ThreadRandomPool {
+        if let pool = pthread_getspecific(key) { return Unmanaged<ThreadRandomPool>.fromOpaque(pool).takeUnretainedValue() }
+        let pool = ThreadRandomPool()
+        pthread_setspecific(key, Unmanaged.passRetained(pool).toOpaque())
+        return pool
+    }
+
+    deinit { buffer.deallocate() }
+
+    func next() -> UInt64 {
+        if offset + 8 > Self.size {
+            // Traps if the CSPRNG fails (no entropy source): continuing would give predictable keys.
+            precondition(RAND_bytes(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(Self.size)) == 1,
+                         "OpenSSL RAND_bytes failed")
             offset = 0
         }
-        var value: UInt64 = 0
-        for index in 0..<8 { value |= UInt64(buffer[offset + index]) << (8 * index) }
+        let value = buffer.load(fromByteOffset: offset, as: UInt64.self)
         offset += 8
         return value
     }

@@ -24,7 +24,7 @@ struct SecureRandomTests {
     }
 
     @Test("threads draw from their own buffers: no draw appears on two threads")
-    func threadsDoNotShare() {
+    func threadsDoNotShare() async throws {
         let draws = Mutex<[[UInt64]]>([])
         let threads = (0..<4).map { _ in
             Thread {
@@ -34,7 +34,9 @@ struct SecureRandomTests {
             }
         }
         for thread in threads { thread.start() }
-        for _ in 0..<10_000 where draws.withLock({ $0.count }) < 4 { usleep(1_000) }  // 10 s at most
+        for _ in 0..<10_000 where draws.withLock({ $0.count }) < 4 {  // 10 s at most, not holding a pool thread
+            try await Task.sleep(for: .milliseconds(1))
+        }
         let all = draws.withLock { $0.flatMap { $0 } }
         #expect(all.count == 4_000 && Set(all).count == 4_000)
     }

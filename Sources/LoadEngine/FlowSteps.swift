@@ -8,7 +8,9 @@ import WebSocket
 // The timed steps: expect, loop (with open-model pacing), ping; and the preset steps' entry.
 extension FlowRun {
     /// An expect: its latency from the preceding send (or its mark) to the matching message's arrival.
-    @inline(__always)
+    /// `@_transparent`, not `@inline(__always)`: the optimizer left it out of line under that (two executor switches
+    /// per message, see ``step(_:_:resumed:resume:)``); mandatory inlining does not.
+    @_transparent
     func expect(_ manager: isolated WebSocketManager, _ expectation: FlowExpectation, nameIndex: Int?) async -> FlowControl {
         let from = expectation.from.flatMap { state.marks[$0] } ?? reference
         switch await awaitMessage(manager, .message(expectation), within: expectation.within) {

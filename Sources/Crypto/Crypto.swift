@@ -72,7 +72,13 @@ public enum Crypto {
     /// Overwrites `bytes` with CSPRNG output. Traps if the CSPRNG fails, which only happens when the
     /// system has no entropy source: continuing would produce predictable keys.
     public static func fillRandom(_ bytes: inout [UInt8]) {
-        let status = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
+        bytes.withUnsafeMutableBytes { fillRandom($0) }
+    }
+
+    /// The same, into raw memory (at most `Int32.max` bytes).
+    public static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress else { return }
+        let status = RAND_bytes(base.assumingMemoryBound(to: UInt8.self), Int32(buffer.count))
         precondition(status == 1, "OpenSSL RAND_bytes failed")
     }
 
@@ -127,9 +133,7 @@ private final class ThreadRandomPool {
 
     func next() -> UInt64 {
         if offset + 8 > Self.size {
-            // Traps if the CSPRNG fails (no entropy source): continuing would give predictable keys.
-            precondition(RAND_bytes(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(Self.size)) == 1,
-                         "OpenSSL RAND_bytes failed")
+            Crypto.fillRandom(buffer)
             offset = 0
         }
         let value = buffer.load(fromByteOffset: offset, as: UInt64.self)

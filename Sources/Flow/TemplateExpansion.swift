@@ -167,10 +167,9 @@ private enum ResolvedValue {
     /// The value as JSON text, as `jsonValue.formatted(pretty: false)` writes it (integers saturated at
     /// ±(2^53−1)), without building the value.
     func appendJSON(to text: inout String) {
-        let limit = JSONValue.maximumExactInteger
         switch self {
-        case .integer(let value): text += String(min(max(value, -limit), limit))
-        case .unsigned(let value): text += String(min(value, UInt64(limit)))
+        case .integer(let value): text += String(JSONValue.saturated(value))
+        case .unsigned(let value): text += String(JSONValue.saturated(value))
         case .string(let value): JSONValue.appendQuoted(value, to: &text)
         case .json(let value): text += value.formatted(pretty: false)
         }

@@ -136,14 +136,14 @@ extension JSONValue {
     /// An integer count as a JSON number, saturated at ±(2^53−1): beyond it the number would be written inexactly
     /// and every reader here (``integerValue``) would refuse it, so a report, merged report or run journal holding a
     /// huge counter could not be read back. The one place every integer written to JSON passes.
-    package init(_ value: some BinaryInteger) {
-        if value > Self.maximumExactInteger {
-            self = .number(Double(Self.maximumExactInteger))
-        } else if value < -Self.maximumExactInteger {
-            self = .number(Double(-Self.maximumExactInteger))
-        } else {
-            self = .number(Double(value))
-        }
+    package init(_ value: some BinaryInteger) { self = .number(Double(Self.saturated(value))) }
+
+    /// `value` clamped to ±(2^53−1), as every integer written to JSON is (``init(_:)``, the compact text of a
+    /// `send.json` typed hole).
+    package static func saturated(_ value: some BinaryInteger) -> Int64 {
+        if value > maximumExactInteger { return maximumExactInteger }
+        if value < -maximumExactInteger { return -maximumExactInteger }
+        return Int64(value)
     }
     /// A string, or null when absent.
     package init(_ value: String?) { self = value.map { .string($0) } ?? .null }

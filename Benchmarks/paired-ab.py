@@ -3,8 +3,9 @@
 # flips every round), each against the same `wsload serve --loops 1` (the first binary's) on 127.0.0.1, so both
 # see the same minute; per run the client's CPU (wait4 user + system) per message sent; per scenario the medians
 # and the median of the round-by-round ratios B/A, which is steadier than either median when the box's speed drifts.
-# Scenarios: echo (closed, 64-byte text), fj (flow: send json, expect $.type), ft (flow: send text, expect regex).
-# Usage: Benchmarks/paired-ab.py A,B SCENARIOS ROUNDS [DURATION]   e.g. Benchmarks/paired-ab.py old/wsload,new/wsload echo,fj 8 3s
+# Scenarios: echo (closed, 64-byte text), open (the open model, 64-byte text, 10 messages/s per connection), fj (flow:
+# send json, expect $.type), ft (flow: send text, expect regex).
+# Usage: Benchmarks/paired-ab.py A,B SCENARIOS ROUNDS [DURATION]   e.g. Benchmarks/paired-ab.py old/wsload,new/wsload echo,open,fj 8 3s
 #        CONNS=N connections per run (default 500). Every run is bounded by its profile's duration.
 import json, os, shutil, socket, subprocess, sys, tempfile, time, statistics
 bins = sys.argv[1].split(",")          # A,B paths
@@ -24,6 +25,8 @@ for _ in range(100):  # up to 10 s for the server to listen
         time.sleep(0.1)
 scen = {
  "echo": {"name":"echo","connections":conns,"schedule":{"model":"closed"},"pattern":"echo","message":{"size":64,"format":"text"}},
+ "open": {"name":"open","connections":conns,"schedule":{"model":"open","rate":10 * conns,"per":"total"},"pattern":"echo",
+          "message":{"size":64,"format":"text"}},
  "fj": {"name":"fj","connections":conns,"pattern":"flow","steps":[{"loop":{"steps":[
     {"send": {"json": {"type": "hello", "n": "${seq}", "from": "${vu}", "pad": "padding-padding"}}},
     {"name": "echoed", "expect": {"json": [{"path": "$.type", "equals": "hello"}], "within": "5s"}}]}}]},

@@ -59,7 +59,9 @@ extension WebSocketManager {
 }
 
 /// The state of one ``WebSocketManager/receiveEach(_:)`` stretch on the loop thread: the parked task, and how the
-/// stretch ended. Loop-confined (hence unchecked): every method runs on the manager's loop, isolated to it.
+/// stretch ended. Loop-confined (hence unchecked): every method runs on the manager's loop, isolated to it. Its state
+/// is not checked for exclusive access at run time either: each access is a plain read or store, and a read callback
+/// made seven checked ones.
 final class LoopDelivery: @unchecked Sendable {
     /// The stretch ended for ``WebSocketManager/receive()`` to go on, because the handler stopped, because it threw,
     /// or at once because the stream cannot read on the loop thread.
@@ -67,11 +69,11 @@ final class LoopDelivery: @unchecked Sendable {
 
     let channel: WebSocketChannel
     let handler: WebSocketManager.MessageHandler
-    private(set) var outcome = Outcome.handedOver
-    private var waiter: UnsafeContinuation<Void, Never>?
+    @exclusivity(unchecked) private(set) var outcome = Outcome.handedOver
+    @exclusivity(unchecked) private var waiter: UnsafeContinuation<Void, Never>?
     /// Set while ``readable(_:)`` runs: a close inside it (the handler's write failing) calls it again, and that call
     /// returns at once; the running one meets the close on its next pull.
-    private var isDelivering = false
+    @exclusivity(unchecked) private var isDelivering = false
 
     init(channel: WebSocketChannel, handler: @escaping WebSocketManager.MessageHandler) {
         self.channel = channel

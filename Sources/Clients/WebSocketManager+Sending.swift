@@ -35,10 +35,9 @@ extension WebSocketManager {
     /// Queues `message` on the open connection's channel (framed, masked), for the caller to write.
     /// - Throws: `not_connected` unless open.
     func queue(_ message: WebSocketConnection.Message) throws(WebSocketClientError) -> WebSocketChannel {
-        guard state == .open, let channel, channel.connection.state == .open else {
+        guard state == .open, let channel, channel.queueIfOpen(message) else {
             throw WebSocketClientError(.notConnected, "send on a connection that is \(state)")
         }
-        channel.connection.send(message)
         return channel
     }
 

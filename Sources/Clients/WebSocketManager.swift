@@ -38,7 +38,9 @@ package actor WebSocketManager {
     package nonisolated let sharedConfiguration: SharedWebSocketConfiguration
     package nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
-    package internal(set) var state: State = .idle
+    /// Not checked for exclusive access at run time, nor is ``channel``: isolated to the manager, each access a plain
+    /// read or store, and every message sent or read asks both.
+    @exclusivity(unchecked) package internal(set) var state: State = .idle
     /// The subprotocol the server chose, once connected.
     package internal(set) var negotiatedSubprotocol: String?
     /// The permessage-deflate parameters agreed, once connected.
@@ -83,7 +85,7 @@ package actor WebSocketManager {
     /// The transport from the TCP connect on (the handshake reads it before there is a channel).
     package internal(set) var stream: (any ByteStream)?
     /// The read loop and the protocol state, from a valid 101 on.
-    var channel: WebSocketChannel?
+    @exclusivity(unchecked) var channel: WebSocketChannel?
     /// What `.disconnected` reports: the peer's close, or why there was no closing handshake.
     var ending: (code: WebSocketCloseCode, reason: String?)?
     var isPeerDead = false

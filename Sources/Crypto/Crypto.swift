@@ -110,7 +110,9 @@ public struct SecureRandomNumberGenerator: RandomNumberGenerator, Sendable {
 private final class ThreadRandomPool {
     static let size = 4096
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
-    private var offset = size
+    /// Not checked for exclusive access at run time (a draw per message sent): the pool is its thread's alone, and
+    /// each access is a plain read or store.
+    @exclusivity(unchecked) private var offset = size
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()

@@ -39,14 +39,18 @@ final class ConnectionRun: @unchecked Sendable {
     let isText: Bool
     let headerSize: Int
 
-    var nextSequence: UInt64 = 0
-    var expectedReply: UInt64 = 0
-    var outstanding = 0
+    // The per-message state below, and the timers' in `ConnectionRun+Timers.swift`, is not checked for exclusive
+    // access at run time: it is confined to the manager's isolation, and every access is a plain read or store (none
+    // is passed inout or held across a call), so none can overlap another. A checked access is a runtime call, and a
+    // message made two dozen of them.
+    @exclusivity(unchecked) var nextSequence: UInt64 = 0
+    @exclusivity(unchecked) var expectedReply: UInt64 = 0
+    @exclusivity(unchecked) var outstanding = 0
     /// Typed requests in flight: id → intended send time.
     var inFlight: [UInt64: UInt64] = [:]
     var lastArrival: LoopClock.Instant?
     /// The closed model's request that was queued while the transport could not take it: the reader's task writes it.
-    private var requestAwaitingWrite: WebSocketConnection.Message?
+    @exclusivity(unchecked) private var requestAwaitingWrite: WebSocketConnection.Message?
 
     /// Open model: the most requests one connection keeps unanswered before it drops scheduled sends.
     static let maximumOutstanding = 1024
@@ -60,8 +64,8 @@ final class ConnectionRun: @unchecked Sendable {
     let history: ActorHistory
     /// The echo request not written and the pushed message lost, under a test's fault; nil (always, in real
     /// runs) otherwise. Each is spent once it happened.
-    private var unsentRequest: UInt64?
-    private var lostPush: UInt64?
+    @exclusivity(unchecked) private var unsentRequest: UInt64?
+    @exclusivity(unchecked) private var lostPush: UInt64?
 
     // The timers' state (`ConnectionRun+Timers.swift`).
     /// The next ping; the pong deadline of the ping in flight (`pendingPing`).
@@ -69,17 +73,17 @@ final class ConnectionRun: @unchecked Sendable {
     var pongDeadline: LoopTimer?
     var pendingPing: UInt64?
     /// The open model's next slot, or the end of a think time.
-    var sendTimer: LoopTimer?
+    @exclusivity(unchecked) var sendTimer: LoopTimer?
     /// Whether the open model's timetable or the think-time sender still runs (not stopped, spent, failed or ended).
-    var isPacing = false
+    @exclusivity(unchecked) var isPacing = false
     /// The open model's next slot and the time between slots (loop-clock ns).
-    var nextSlot: UInt64 = 0
-    var slotInterval: UInt64 = 0
+    @exclusivity(unchecked) var nextSlot: UInt64 = 0
+    @exclusivity(unchecked) var slotInterval: UInt64 = 0
     /// Set when the close waits for the requests in flight: the reason it will carry.
-    var closeReasonOnceAnswered: String?
+    @exclusivity(unchecked) var closeReasonOnceAnswered: String?
     /// Whether the stop hook ran (it runs once).
-    var isStopHandled = false
-    private(set) var isReaderDone = false
+    @exclusivity(unchecked) var isStopHandled = false
+    @exclusivity(unchecked) private(set) var isReaderDone = false
 
     init(
         id: Int, plan: ScenarioPlan, manager: WebSocketManager, recorder: LoopRecorder, latch: StopLatch,
@@ -110,7 +114,7 @@ final class ConnectionRun: @unchecked Sendable {
     var isStopping: Bool { latch.isStopped(id) }
 
     /// Messages this connection received (idle and receive patterns).
-    var receivedCount: UInt64 = 0
+    @exclusivity(unchecked) var receivedCount: UInt64 = 0
 
     /// Whether `messagesPerConnection` is used up: requests sent (echo, typed) or messages received.
     var isBudgetSpent: Bool {

@@ -51,10 +51,11 @@ package enum Invariant: String, Sendable, CaseIterable {
 }
 
 /// The oracle's ledger on one loop: confined to the loop's thread like `LoopRecorder`. A check on the hot
-/// path (one per echo reply) is an array increment.
+/// path (one per echo reply) is an array increment, not checked for exclusive access at run time (a plain increment,
+/// on the loop thread).
 final class InvariantLedger: @unchecked Sendable {
     private static let invariants = Invariant.allCases
-    private var checked = [UInt64](repeating: 0, count: Invariant.allCases.count)
+    @exclusivity(unchecked) private var checked = [UInt64](repeating: 0, count: Invariant.allCases.count)
     private var violations = [UInt64](repeating: 0, count: Invariant.allCases.count)
     private var examples: [Invariant: [InvariantReport.Example]] = [:]
 

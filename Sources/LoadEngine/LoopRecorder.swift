@@ -7,11 +7,14 @@ import Runtime
 /// The measurements of one scenario on one event loop. Confined to that loop's thread: every connection
 /// actor on the loop records into it directly, so a sample costs a histogram increment — no lock, no
 /// actor hop. The run collects it with ``takeSnapshot()`` (submitted to the loop) at every interval.
+///
+/// What a message records is not checked for exclusive access at run time: loop-confined, and each access is a store
+/// or a histogram's `record`, which runs nothing that could reach the recorder; a checked one is a runtime call.
 final class LoopRecorder: @unchecked Sendable {
     var connect = Histogram()
     var tlsHandshake = Histogram()
     var upgrade = Histogram()
-    var messageRoundTrip = Histogram()
+    @exclusivity(unchecked) var messageRoundTrip = Histogram()
     var pingRoundTrip = Histogram()
     var reconnectRecovery = Histogram()
     var messageGap = Histogram()
@@ -24,14 +27,14 @@ final class LoopRecorder: @unchecked Sendable {
 
     var connectAttempts: UInt64 = 0
     var connectionsOpened: UInt64 = 0
-    var messagesSent: UInt64 = 0
-    var messagesReceived: UInt64 = 0
-    var bytesSent: UInt64 = 0
-    var bytesReceived: UInt64 = 0
+    @exclusivity(unchecked) var messagesSent: UInt64 = 0
+    @exclusivity(unchecked) var messagesReceived: UInt64 = 0
+    @exclusivity(unchecked) var bytesSent: UInt64 = 0
+    @exclusivity(unchecked) var bytesReceived: UInt64 = 0
     var reconnects: UInt64 = 0
     var messagesLost: UInt64 = 0
-    var messagesDropped: UInt64 = 0
-    var messagesScheduled: UInt64 = 0
+    @exclusivity(unchecked) var messagesDropped: UInt64 = 0
+    @exclusivity(unchecked) var messagesScheduled: UInt64 = 0
     var messagesMissed: UInt64 = 0
     var transfersStarted: UInt64 = 0
     var transfersCompleted: UInt64 = 0
@@ -50,7 +53,7 @@ final class LoopRecorder: @unchecked Sendable {
     /// Flow scenarios: per step name (``FlowScenario/stepNames`` order, a step's `nameIndex`), so a message costs
     /// an array index, never a string hash.
     let flowStepNames: [String]
-    var flowSteps: [Histogram]
+    @exclusivity(unchecked) var flowSteps: [Histogram]
     var flowFirstResults: [Histogram]
     var flowStepErrors: [UInt64]
     /// Per ``FlowPlan/pushedTypes`` slot (the classify types, then `other`).
@@ -206,8 +209,10 @@ struct RecorderSnapshot: Sendable {
 final class StopLatch: @unchecked Sendable {
     private var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
     /// Stopped connections, with the loop-clock instant (ns) the run decided to stop them.
-    private var stopped: [Int: UInt64] = [:]
-    private var everythingStoppedAt: UInt64?
+    /// Unchecked at run time, as the recorder's per-message state (``isStopped(_:)`` is asked per message); every
+    /// access is a lookup or a store.
+    @exclusivity(unchecked) private var stopped: [Int: UInt64] = [:]
+    @exclusivity(unchecked) private var everythingStoppedAt: UInt64?
     /// Wakes that came while nobody waited: the next wait returns at once.
     private var pendingWakes: Set<Int> = []
     /// Per connection, what to run when it is stopped (each runs once, then is forgotten).

@@ -34,12 +34,14 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable, CustomStringC
     private let droppedWork = Atomic<Int>(0)
 
     // Loop-confined state.
-    private var localQueue: [LoopWork] = []
+    /// Unchecked at run time, as ``isIdleActive``: an append or a swap with the drain's buffer, on the loop thread,
+    /// runs nothing that could reach the loop.
+    @exclusivity(unchecked) private var localQueue: [LoopWork] = []
     /// True while ``drainLocalQueue()`` runs (it may be re-entered).
     private var isDraining = false
     private var drainBuffer: [LoopWork] = []
     private var transferBuffer: [LoopWork] = []
-    private var isIdleActive = false
+    @exclusivity(unchecked) private var isIdleActive = false
     private var asyncHandle: UnsafeMutablePointer<uv_async_t>
     private var checkHandle: UnsafeMutablePointer<uv_check_t>
     private var idleHandle: UnsafeMutablePointer<uv_idle_t>

@@ -10,7 +10,9 @@ import Glibc
 class LoopHandle: @unchecked Sendable {
     let loop: EventLoop
     let rawHandle: UnsafeMutableRawPointer
-    private(set) var isClosing = false
+    /// Not checked for exclusive access at run time (every read and write of a stream asks it): loop-confined, a plain
+    /// read or store.
+    @exclusivity(unchecked) private(set) var isClosing = false
     private var isRegistered = false
 
     init(loop: EventLoop, size: Int) {

@@ -14,11 +14,14 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var closeReason: (any Error)?
     private var isResetOnClose = false
 
-    private var received: [UInt8] = []
-    private var receivedStart = 0
-    private var isReading = false
-    private var readEnd: RuntimeError?
-    private var readWaiter: UnsafeContinuation<Void, any Error>?
+    // The read state is not checked for exclusive access at run time: loop-confined, and every access is a plain read
+    // or store, an append, or a swap with a caller's buffer, none of which runs code that could reach the stream; a
+    // read callback made five checked ones, and a read on the loop thread three.
+    @exclusivity(unchecked) private var received: [UInt8] = []
+    @exclusivity(unchecked) private var receivedStart = 0
+    @exclusivity(unchecked) private var isReading = false
+    @exclusivity(unchecked) private var readEnd: RuntimeError?
+    @exclusivity(unchecked) private var readWaiter: UnsafeContinuation<Void, any Error>?
     /// Set by ``TCPConnection/setReadsCancelledByCaller(_:)``: a caller's handler covers the reads (`cancelReads()`).
     var areReadsCancelledByCaller = false
     /// While a reader waits: its buffer, the most bytes it takes, and how many were appended to it.
@@ -27,7 +30,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var waitingCount = 0
     /// Called on the loop thread when bytes arrive and no read waits, and when the stream ends or closes
     /// (``setReadableHandler(_:)``).
-    private var readableHandler: (() -> Void)?
+    @exclusivity(unchecked) private var readableHandler: (() -> Void)?
 
     private var queuedWriteBytes = 0
     /// Every byte ``write(_:)`` accepted (handed over at once or queued), for ``deliveredBytes``.

@@ -14,8 +14,10 @@ public final class LoopTimer {
     /// The loop whose queue the timer is armed on.
     public let loop: EventLoop
     private let callback: () -> Void
-    /// The timer's slot in the queue's heap, or one of the states below.
-    fileprivate var slot = LoopTimer.idle
+    /// The timer's slot in the queue's heap, or one of the states below. Not checked for exclusive access at run time
+    /// (nor is the queue's state): loop-confined, and every access is a plain read or store, so no access can overlap
+    /// another; a checked one costs a runtime call, and a sift makes a dozen (17 per open-model message).
+    @exclusivity(unchecked) fileprivate var slot = LoopTimer.idle
     fileprivate static let idle = -1
     /// Taken off the heap because it is due; its callback runs in this pass unless it is cancelled or re-armed first.
     fileprivate static let firing = -2
@@ -70,14 +72,17 @@ final class TimerQueue {
     }
 
     private let handle: UnsafeMutablePointer<uv_timer_t>
-    private var heap: [Entry] = []
+    /// Unchecked at run time, as ``LoopTimer``'s slot and the rest of the queue's state: the heap's accesses (an
+    /// element's read or store, an append, a removal) run nothing outside this file while they last, and a pass runs
+    /// the callbacks over a copy of ``due``.
+    @exclusivity(unchecked) private var heap: [Entry] = []
     /// The due timers of the pass under way (kept for its capacity; retained until their callbacks ran).
-    private var due: [Unmanaged<LoopTimer>] = []
+    @exclusivity(unchecked) private var due: [Unmanaged<LoopTimer>] = []
     /// The loop time (ms) the libuv timer is armed for, if it is.
-    private var armedFor: UInt64?
-    private var isFiring = false
+    @exclusivity(unchecked) private var armedFor: UInt64?
+    @exclusivity(unchecked) private var isFiring = false
     private var isRegistered = false
-    private var isClosed = false
+    @exclusivity(unchecked) private var isClosed = false
 
     init() {
         handle = allocateZeroed(uv_timer_t.self)

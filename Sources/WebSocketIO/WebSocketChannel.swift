@@ -23,19 +23,23 @@ public final class WebSocketChannel {
     ///
     /// Not checked for exclusive access at run time: the channel is confined to its loop and its owner's task, and
     /// every checked access in an async function keeps a 24-byte scratch in that function's frame (the read's held
-    /// ten, 240 bytes per idle connection), besides the calls. The compiler's static checks still apply.
+    /// ten, 240 bytes per idle connection), besides the calls. The compiler's static checks still apply. The attribute
+    /// holds for this module's code and its inlinable bodies only: another module's own access is checked after all
+    /// (Swift 6.3 does not carry the attribute across modules), so a per-message access from there goes through a
+    /// method of this type (``queueIfOpen(_:)``).
     @exclusivity(unchecked) public var connection: WebSocketConnection
     /// After a client received the server's close: how long it waits for the server to close TCP.
     public let closeTimeout: Duration
     /// When set, bytes that arrive are held back until then before they are parsed (the embedded server's
-    /// stall); checked once per read, and cleared when it takes effect.
-    public var readsHeldUntil: LoopClock.Instant?
+    /// stall); checked once per read, and cleared when it takes effect. Unchecked at run time, as are the two below:
+    /// loop-confined, each access a plain read or store (``isReadableWithoutWaiting`` reads all three per read).
+    @exclusivity(unchecked) public var readsHeldUntil: LoopClock.Instant?
 
     /// Set when a client has received the server's close: the next ``next()`` waits for the server's FIN.
-    @usableFromInline var isAwaitingPeerClose = false
+    @exclusivity(unchecked) @usableFromInline var isAwaitingPeerClose = false
     /// An event ``nextIfAvailable()`` parsed but does not handle (a control frame, a failure): ``next()`` returns it
     /// first, as if it had just been parsed.
-    @usableFromInline var handedOver: WebSocketConnection.Event?
+    @exclusivity(unchecked) @usableFromInline var handedOver: WebSocketConnection.Event?
 
     /// Bytes per read; what libuv's per-loop scratch buffer holds.
     @usableFromInline static let readSize = 64 * 1024
@@ -114,6 +118,15 @@ public final class WebSocketChannel {
             return false
         }
         connection.recycleOutput(consume bytes)
+        return true
+    }
+
+    /// Queues `message` (framed, masked) on ``connection`` if it is open; false, with nothing queued, if it is not. Out of
+    /// line, so the accesses are this module's and unchecked: written in the caller's module they were two checked
+    /// accesses per message sent.
+    public func queueIfOpen(_ message: WebSocketConnection.Message) -> Bool {
+        guard connection.state == .open else { return false }
+        connection.send(message)
         return true
     }
 

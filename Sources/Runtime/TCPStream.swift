@@ -14,9 +14,8 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var closeReason: (any Error)?
     private var isResetOnClose = false
 
-    // The read state is not checked for exclusive access at run time: loop-confined, and every access is a plain read
-    // or store, an append, or a swap with a caller's buffer, none of which runs code that could reach the stream; a
-    // read callback made five checked ones, and a read on the loop thread three.
+    // The read state is unchecked for exclusive access at run time: loop-confined, each access a read, a store, an
+    // append or a swap with a caller's buffer, running nothing that reaches the stream (5 checks per read callback).
     @exclusivity(unchecked) private var received: [UInt8] = []
     @exclusivity(unchecked) private var receivedStart = 0
     @exclusivity(unchecked) private var isReading = false
@@ -28,8 +27,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var waitingBuffer: [UInt8] = []
     private var waitingLimit = 0
     private var waitingCount = 0
-    /// Called on the loop thread when bytes arrive and no read waits, and when the stream ends or closes
-    /// (``setReadableHandler(_:)``).
+    /// Run on the loop thread as bytes come while no read waits, and as the stream ends or closes (setReadableHandler).
     @exclusivity(unchecked) private var readableHandler: (() -> Void)?
 
     private var queuedWriteBytes = 0

@@ -27,7 +27,7 @@ final class TCPStream: LoopHandle, @unchecked Sendable {
     private var waitingBuffer: [UInt8] = []
     private var waitingLimit = 0
     private var waitingCount = 0
-    /// Run on the loop thread as bytes come while no read waits, and as the stream ends or closes (setReadableHandler).
+    /// Run on the loop thread as bytes come while no read waits, and as the stream ends (``setReadableHandler(_:)``).
     @exclusivity(unchecked) private var readableHandler: (() -> Void)?
 
     private var queuedWriteBytes = 0

@@ -121,7 +121,7 @@ public final class WebSocketChannel {
         return true
     }
 
-    /// Queues `message` (framed, masked) on ``connection`` if it is open; false, with nothing queued, if it is not. Out of
+    /// Queues `message` (framed, masked) on ``connection`` if it is open; false, with nothing queued, if not. Out of
     /// line, so the accesses are this module's and unchecked: written in the caller's module they were two checked
     /// accesses per message sent.
     public func queueIfOpen(_ message: WebSocketConnection.Message) -> Bool {

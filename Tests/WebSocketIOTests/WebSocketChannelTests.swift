@@ -115,6 +115,25 @@ struct WebSocketChannelTests {
         }
     }
 
+    @Test("queueIfOpen queues a message while open; once the peer's close is read it returns false and queues nothing")
+    func queueIfOpen() async throws {
+        try await withLoopGroup(loopCount: 1) { group in
+            try await onLoop(group.loops[0]) {
+                let pair = try await ChannelPair(on: group.loops[0], clientCloseTimeout: .milliseconds(100))
+                defer { pair.close() }
+                #expect(pair.client.queueIfOpen(.text("before")))
+                try await pair.client.flush()
+                #expect(try await pair.server.next() == .message(.text("before")))
+                pair.server.connection.close(code: .normalClosure, reason: "")
+                try await pair.server.flush()
+                #expect(try await pair.client.next() == .closeReceived(code: .normalClosure, reason: ""))
+                // The reply to the close went out with next(): a message now would be dropped unseen, so it is refused.
+                #expect(!pair.client.queueIfOpen(.text("after")))
+                #expect(!pair.client.connection.hasOutput)
+            }
+        }
+    }
+
     @Test("the server closes: the client replies, then waits for the server's FIN at most closeTimeout")
     func serverStartsClose() async throws {
         try await withLoopGroup(loopCount: 1) { group in

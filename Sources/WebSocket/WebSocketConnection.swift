@@ -162,8 +162,9 @@ public struct WebSocketConnection: Sendable {
             let offset = parser.streamOffset
             let frame: WebSocketFrame
             do {
-                guard let next = try parser.nextFrame() else { return checkPartialText() }
-                frame = next
+                guard let header = try parser.nextHeader() else { return checkPartialText() }
+                if let text = wholeText(header, offset: offset) { return .message(.text(text)) }
+                frame = parser.take(header)
             } catch {
                 return fail(error)
             }
@@ -174,6 +175,26 @@ public struct WebSocketConnection: Sendable {
             }
         }
         return nil
+    }
+
+    /// A frame that is a whole text message — final, uncompressed, unmasked, with no message open — valid UTF-8 and
+    /// within the size limit: its String made straight from the parser's buffer (one allocation, not a payload array
+    /// and then the String). Nil, the frame left in the buffer, for anything else: ``handle(_:offset:)`` takes it as
+    /// any frame, with its errors.
+    private mutating func wholeText(_ header: WebSocketFrameParser.Header, offset: Int) -> String? {
+        guard header.opcode == .text, header.isFinal, !header.rsv1, !header.isMasked, assembly == nil,
+              header.length <= configuration.maximumMessageSize, configuration.maximumFragmentCount >= 1 else { return nil }
+        // What the fail-fast check validated while the frame arrived is not validated again (as appendFragment does).
+        let partial = partialText.flatMap { $0.frameOffset == offset ? $0 : nil }
+        let text = parser.takeInPlace(header) { payload -> String? in
+            var validator = partial?.validator ?? UTF8Validator()
+            let checked = min(partial?.checked ?? 0, payload.count)
+            guard validator.firstInvalidIndex(in: UnsafeBufferPointer(rebasing: payload[checked...])) == nil,
+                  validator.isComplete else { return nil }
+            return String(decoding: payload, as: UTF8.self)
+        }
+        if text != nil { partialText = nil }
+        return text
     }
 
     private mutating func handle(_ frame: WebSocketFrame, offset: Int) throws(WebSocketProtocolError) -> Event? {

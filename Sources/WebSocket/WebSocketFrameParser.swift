@@ -70,6 +70,23 @@ public struct WebSocketFrameParser: Sendable {
     /// Returns the next complete frame, `nil` if more bytes are needed.
     /// - Throws: ``WebSocketProtocolError`` (1002 for framing violations, 1009 for oversize frames).
     public mutating func nextFrame() throws(WebSocketProtocolError) -> WebSocketFrame? {
+        guard let header = try nextHeader() else { return nil }
+        return take(header)
+    }
+
+    /// A complete frame's header, checked as ``nextFrame()`` checks it, with where its payload lies in the buffer.
+    struct Header {
+        var isFinal: Bool
+        var rsv1: Bool
+        var opcode: WebSocketOpcode
+        var isMasked: Bool
+        var payloadStart: Int
+        var length: Int
+    }
+
+    /// The next frame's header once the whole frame has arrived (nil before: the buffer is grown towards it); nothing
+    /// is consumed until ``take(_:)`` or ``takeInPlace(_:_:)``.
+    mutating func nextHeader() throws(WebSocketProtocolError) -> Header? {
         let available = buffer.count - readIndex
         guard available >= 2 else { return nil }
         let offset = streamOffset
@@ -149,14 +166,32 @@ public struct WebSocketFrameParser: Sendable {
             }
             return nil
         }
-        let payloadStart = readIndex + headerLength + maskLength
-        var payload = Array(buffer[payloadStart..<(payloadStart + length)])
-        if isMasked {
-            let key = maskingKey(at: readIndex + headerLength)
+        return Header(isFinal: isFinal, rsv1: rsv1, opcode: opcode, isMasked: isMasked,
+                      payloadStart: readIndex + headerLength + maskLength, length: length)
+    }
+
+    /// Consumes the frame `header` (from ``nextHeader()``) describes, its payload copied out and unmasked.
+    mutating func take(_ header: Header) -> WebSocketFrame {
+        var payload = Array(buffer[header.payloadStart..<(header.payloadStart + header.length)])
+        if header.isMasked {
+            let key = maskingKey(at: header.payloadStart - 4)
             payload.withUnsafeMutableBufferPointer { WebSocketFrame.applyMask(key: key, to: $0) }
         }
-        readIndex = payloadStart + length
-        return WebSocketFrame(isFinal: isFinal, rsv1: rsv1, rsv2: rsv2, rsv3: rsv3, opcode: opcode, payload: payload)
+        readIndex = header.payloadStart + header.length
+        // RSV2 and RSV3 are refused by nextHeader(): a frame taken has them clear.
+        return WebSocketFrame(isFinal: header.isFinal, rsv1: header.rsv1, opcode: header.opcode, payload: payload)
+    }
+
+    /// Hands the unmasked payload of the frame `header` describes to `body` where it lies, and consumes the frame if
+    /// `body` returns a value; nil leaves it for ``take(_:)``. The caller makes what it keeps (a text message's
+    /// String) straight from the buffer, with no payload array between.
+    mutating func takeInPlace<R>(_ header: Header, _ body: (UnsafeBufferPointer<UInt8>) -> R?) -> R? {
+        precondition(!header.isMasked, "a masked payload is not readable in place")
+        let end = header.payloadStart + header.length
+        guard let result = buffer.withUnsafeBufferPointer({ body(UnsafeBufferPointer(rebasing: $0[header.payloadStart..<end])) })
+        else { return nil }
+        readIndex = end
+        return result
     }
 
     /// The frame still arriving after ``nextFrame()`` returned nil (its header complete and checked, its payload

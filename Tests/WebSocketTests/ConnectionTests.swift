@@ -54,6 +54,9 @@ struct ConnectionTests {
         (serverBytes(WebSocketFrame(opcode: .close, payload: [0x13, 0x88])), 1002, "5000 is not allowed"),
         (serverBytes(WebSocketFrame(opcode: .close, payload: [0x03, 0xE8, 0xFF])), 1007, "close reason"),
         (serverBytes(WebSocketFrame(opcode: .binary, payload: [UInt8](repeating: 0, count: 2000))), 1009, "exceeds"),
+        // One frame within the frame limit but over the message limit, text (read in place) and binary.
+        (serverBytes(WebSocketFrame(opcode: .text, payload: [UInt8](repeating: 0x61, count: 1200))), 1009, "exceeds 1024"),
+        (serverBytes(WebSocketFrame(opcode: .binary, payload: [UInt8](repeating: 0, count: 1200))), 1009, "exceeds 1024"),
         (serverBytes(WebSocketFrame(isFinal: false, opcode: .binary, payload: [UInt8](repeating: 0, count: 600)),
                      WebSocketFrame(opcode: .continuation, payload: [UInt8](repeating: 0, count: 600))), 1009, "exceeds 1024"),
         (serverBytes(WebSocketFrame(isFinal: false, opcode: .binary, payload: [1]), WebSocketFrame(isFinal: false, opcode: .continuation, payload: [1]),

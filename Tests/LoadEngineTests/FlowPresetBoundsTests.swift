@@ -167,9 +167,11 @@ struct FlowPresetBoundsTests {
         #expect(hello.maximum >= 400_000, "a late iteration's query counts its lateness: max \(hello.maximum) µs")
     }
 
-    @Test("python-socketio at 0.5 s / 0.25 s (it advertises pingInterval 0): a live server is not declared dead")
+    // The server pings every 1.9 s but advertises 1,000 ms, so the advertised sum (1.6 s) runs out before each ping;
+    // its own pong deadline (0.6 s) is one a busy box still meets (0.25 s once ended a full run early, no client error).
+    @Test("python-socketio at 1.9 s / 0.6 s (it advertises pingInterval 1000): a live server is not declared dead")
     func truncatedHeartbeat() async throws {
-        let server = try startPythonPeer("socketio_server.py", arguments: ["--ping-interval", "0.5", "--ping-timeout", "0.25"])
+        let server = try startPythonPeer("socketio_server.py", arguments: ["--ping-interval", "1.9", "--ping-timeout", "0.6"])
         defer { server.process.stop() }
         let result = try await LoadRun(profile: try profile("""
             {"version": 1, "name": "sio", "target": "ws://127.0.0.1:\(server.port)", "duration": "60s", "seed": 2,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 17's reference figures in one script: wsload beside k6 and beside a bare C epoll client, back to back on
 # this box, every server in its own process on loopback (so a client's CPU is its own), ROUNDS rounds that take
-# the tools in turn, a fresh server for every run; medians at the end:
+# the tools in turn (the order reversed every other round), a fresh server for every run; medians at the end:
 #   closed  closed-model echo against Node `ws` (Benchmarks/peers/node_ws_echo.js): CONNECTIONS (1,000)
 #           connections, one 64-byte text message in flight each, SECONDS: `wsload run`, k6
 #           (Benchmarks/peers/k6_echo.js), the C client (Benchmarks/peers/c_echo_client.c, built here with
@@ -175,6 +175,12 @@ def c_run(name, server, *arguments):
     return {"code": code, "cpu": cpu, "rss": rss, **{k: float(v) if re.fullmatch(r"[\d.]+", v) else v
                                                      for k, v in figures.items()}}
 
+def in_turn(tools, round_number):
+    """The tools in this round's order: as listed in odd rounds, reversed in even ones, so no tool always runs
+    right after the same one (a fixed order can favour a tool on a box whose speed drifts)."""
+    order = list(tools.items())
+    return order if round_number % 2 else order[::-1]
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -229,7 +235,7 @@ if "closed" in parts:
     tools = chosen({"wsload run": ("node", wsload_closed), "k6": ("node", k6_closed), "C epoll": ("node", c_closed)})
     results = {tool: [] for tool in list(tools) + (["wsload client API"] if "api" in only else [])}
     for round_number in range(1, rounds + 1):
-        for tool, body in tools.items():
+        for tool, body in in_turn(tools, round_number):
             figures = measure(tool, body)
             results[tool].append(figures)
             if figures:
@@ -295,7 +301,7 @@ if "open" in parts:
     tools = chosen({"wsload run": ("node", wsload_open), "k6": ("node", k6_open), "C epoll": ("node", c_open)})
     results = {tool: [] for tool in tools}
     for round_number in range(1, rounds + 1):
-        for tool, body in tools.items():
+        for tool, body in in_turn(tools, round_number):
             figures = measure(tool, body)
             results[tool].append(figures)
             if figures:

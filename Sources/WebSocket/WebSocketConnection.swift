@@ -183,7 +183,8 @@ public struct WebSocketConnection: Sendable {
     /// any frame, with its errors.
     private mutating func wholeText(_ header: WebSocketFrameParser.Header, offset: Int) -> String? {
         guard header.opcode == .text, header.isFinal, !header.rsv1, !header.isMasked, assembly == nil,
-              header.length <= configuration.maximumMessageSize, configuration.maximumFragmentCount >= 1 else { return nil }
+              header.length <= configuration.maximumMessageSize, configuration.maximumFragmentCount >= 1
+        else { return nil }
         // What the fail-fast check validated while the frame arrived is not validated again (as appendFragment does).
         let partial = partialText.flatMap { $0.frameOffset == offset ? $0 : nil }
         let text = parser.takeInPlace(header) { payload -> String? in

@@ -188,8 +188,8 @@ public struct WebSocketFrameParser: Sendable {
     mutating func takeInPlace<R>(_ header: Header, _ body: (UnsafeBufferPointer<UInt8>) -> R?) -> R? {
         precondition(!header.isMasked, "a masked payload is not readable in place")
         let end = header.payloadStart + header.length
-        guard let result = buffer.withUnsafeBufferPointer({ body(UnsafeBufferPointer(rebasing: $0[header.payloadStart..<end])) })
-        else { return nil }
+        let result = buffer.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[header.payloadStart..<end])) }
+        guard let result else { return nil }
         readIndex = end
         return result
     }

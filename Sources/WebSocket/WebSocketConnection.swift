@@ -185,8 +185,7 @@ public struct WebSocketConnection: Sendable {
         guard header.opcode == .text, header.isFinal, !header.rsv1, !header.isMasked, assembly == nil,
               header.length <= configuration.maximumMessageSize, configuration.maximumFragmentCount >= 1
         else { return nil }
-        // What the fail-fast check validated while the frame arrived is not validated again (as appendFragment does).
-        let partial = partialText.flatMap { $0.frameOffset == offset ? $0 : nil }
+        let partial = partialCheck(ofFrameAt: offset)
         let text = parser.takeInPlace(header) { payload -> String? in
             var validator = partial?.validator ?? UTF8Validator()
             let checked = min(partial?.checked ?? 0, payload.count)
@@ -258,14 +257,11 @@ public struct WebSocketConnection: Sendable {
         }
         if message.opcode == .text {
             var validateFrom = start
-            if let partial = partialText {
-                partialText = nil
-                // The part of this frame already checked while it arrived is not checked again.
-                if partial.frameOffset == offset && !message.isCompressed {
-                    message.validator = partial.validator
-                    validateFrom = start + partial.checked
-                }
+            if !message.isCompressed, let partial = partialCheck(ofFrameAt: offset) {
+                message.validator = partial.validator
+                validateFrom = start + partial.checked
             }
+            partialText = nil
             let invalid = message.bytes.withUnsafeBufferPointer { bytes in
                 message.validator.firstInvalidIndex(in: UnsafeBufferPointer(rebasing: bytes[validateFrom...]))
             }
@@ -278,6 +274,12 @@ public struct WebSocketConnection: Sendable {
             return nil
         }
         return .message(message.opcode == .text ? .text(String(decoding: message.bytes, as: UTF8.self)) : .binary(message.bytes))
+    }
+
+    /// How far the fail-fast check read into the frame at stream offset `offset` while it arrived (its validator and
+    /// the payload bytes it validated, which are not validated again), if it did.
+    private func partialCheck(ofFrameAt offset: Int) -> PartialText? {
+        partialText.flatMap { $0.frameOffset == offset ? $0 : nil }
     }
 
     /// Fail fast (RFC 6455 §8.1): the payload of an uncompressed text frame still arriving is validated as its
